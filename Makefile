@@ -1,0 +1,39 @@
+# Two commands on a fresh machine: `make demo` and `make test`.
+# Everything they need is installed here, into .venv.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck unit bench cassette clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/ioh demo
+
+test: lint typecheck unit
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy --strict src
+
+unit: $(STAMP)
+	$(BIN)/pytest
+
+bench: $(STAMP)
+	$(BIN)/python bench/step_overhead.py
+
+# Re-record the demo's cassette after a change to prompts or tool output.
+cassette: $(STAMP)
+	$(BIN)/python -m io_harness._demo.record
+
+clean:
+	rm -rf $(VENV) .ioh .mypy_cache .ruff_cache build dist

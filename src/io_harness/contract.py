@@ -1,0 +1,133 @@
+"""The task contract: the goal, the subject, the criterion, the constraints and the budget."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from io_harness._validation import describe_validation
+from io_harness.errors import ConfigError
+from io_harness.verify import Criterion, Mode, Subject
+
+__all__ = ["Budget", "TaskContract"]
+
+
+class Budget(BaseModel):
+    """The limits a run stops at, each a distinct outcome.
+
+    ``max_steps`` counts model calls that were answered; ``max_wall_seconds``
+    is real time since the run started, time between a crash and its resume
+    included; ``max_tokens`` is input plus output tokens over the whole run;
+    ``max_retries`` is how many times one transient provider failure is retried.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_steps: int = Field(30, ge=1)
+    max_wall_seconds: float | None = Field(None, gt=0)
+    max_tokens: int | None = Field(None, ge=1)
+    max_retries: int = Field(2, ge=0)
+
+
+class TaskContract(BaseModel):
+    """What the agent must achieve and how the harness will know it did.
+
+    Build one with :meth:`file` (one file, two tools) or :meth:`workspace`
+    (a folder, the file tools), or load one with :meth:`from_toml`. Paths are
+    stored absolute.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    goal: str = Field(min_length=1)
+    mode: Mode
+    root: Path
+    """The workspace root; in single-file mode, the file's folder."""
+    path: Path | None = None
+    """The file, in single-file mode."""
+    verify: Criterion
+    constraints: tuple[str, ...] = ()
+    budget: Budget = Field(default_factory=Budget)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TaskContract:
+        if (self.mode == "file") != (self.path is not None):
+            raise ValueError("a single-file contract names a path; a workspace one does not")
+        return self
+
+    @classmethod
+    def file(
+        cls,
+        goal: str,
+        path: str | Path,
+        verify: Criterion,
+        *,
+        constraints: Sequence[str] = (),
+        budget: Budget | None = None,
+    ) -> TaskContract:
+        """A single-file contract: the agent may read and write ``path`` only."""
+        file = Path(path).absolute()
+        return cls._build(
+            goal=goal,
+            mode="file",
+            root=file.parent,
+            path=file,
+            verify=verify,
+            constraints=tuple(constraints),
+            budget=budget or Budget(),
+        )
+
+    @classmethod
+    def workspace(
+        cls,
+        goal: str,
+        root: str | Path,
+        verify: Criterion,
+        *,
+        constraints: Sequence[str] = (),
+        budget: Budget | None = None,
+    ) -> TaskContract:
+        """A workspace contract: the agent works on every file under ``root``."""
+        return cls._build(
+            goal=goal,
+            mode="workspace",
+            root=Path(root).absolute(),
+            verify=verify,
+            constraints=tuple(constraints),
+            budget=budget or Budget(),
+        )
+
+    @classmethod
+    def _build(cls, **fields: Any) -> TaskContract:
+        try:
+            contract = cls(**fields)
+        except ValidationError as exc:
+            raise ConfigError(f"invalid contract: {describe_validation(exc)}") from None
+        contract.verify.check_config(contract.mode)
+        return contract
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> TaskContract:
+        """Load a contract from TOML; relative paths resolve against the file's folder.
+
+        A missing file, bad TOML or a wrong key is a :class:`ConfigError` naming it.
+        """
+        from io_harness._contract_toml import load_contract
+
+        return load_contract(cls, Path(path))
+
+    def subject(self, deadline: float | None = None) -> Subject:
+        """What the criterion checks, with the time the run has left."""
+        return Subject(mode=self.mode, root=self.root, file=self.path, deadline=deadline)
+
+    def check(self) -> None:
+        """Raise :class:`ConfigError` for what would make the run fail before it starts."""
+        self.verify.check_config(self.mode)
+        if not self.root.is_dir():
+            raise ConfigError(f"the contract's folder {self.root} does not exist")
+        if self.path is not None and self.path.is_dir():
+            raise ConfigError(f"the contract's file {self.path} is a folder")
+

@@ -1,0 +1,104 @@
+"""One exception tree for everything the harness raises.
+
+Exceptions are for configuration mistakes and broken infrastructure, found
+before the first provider call or when a store cannot be trusted. What goes
+wrong *during* a run (a refused path, a failing tool, a failing criterion)
+is an observation the model reads, never an exception.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = [
+    "ConfigError",
+    "HarnessError",
+    "McpError",
+    "ProviderError",
+    "ProviderErrorKind",
+    "RefusedError",
+    "ResumeError",
+    "SandboxError",
+    "StorageError",
+]
+
+ProviderErrorKind = Literal[
+    "rate_limited",
+    "server",
+    "timeout",
+    "network",
+    "auth",
+    "bad_request",
+    "context_overflow",
+]
+
+TRANSIENT_KINDS: frozenset[ProviderErrorKind] = frozenset(
+    {"rate_limited", "server", "timeout", "network"}
+)
+
+
+class HarnessError(Exception):
+    """The root of every error io-harness raises."""
+
+
+class ConfigError(HarnessError):
+    """A contract, tool set, file or option is wrong; raised before any provider call."""
+
+
+class RefusedError(HarnessError):
+    """The policy refuses something the run cannot proceed without."""
+
+
+class SandboxError(HarnessError):
+    """No sandbox can give the containment the run asked for."""
+
+
+class McpError(HarnessError):
+    """An MCP server could not be started, reached or understood."""
+
+
+class ResumeError(HarnessError):
+    """A run cannot be resumed: unknown id, or a store written by a newer version."""
+
+
+class StorageError(HarnessError):
+    """The store is unreadable, corrupt or cannot commit."""
+
+
+class ProviderError(HarnessError):
+    """A model provider failed to answer.
+
+    ``kind`` says what failed and decides whether the harness retries:
+    ``rate_limited``, ``server``, ``timeout`` and ``network`` are transient and
+    retried; ``auth``, ``bad_request`` and ``context_overflow`` are not.
+    ``retry_after`` is the wait in seconds the provider asked for, if any.
+    """
+
+    def __init__(
+        self,
+        kind: ProviderErrorKind,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind: ProviderErrorKind = kind
+        self.message = message
+        self.status = status
+        self.retry_after = retry_after
+
+    @property
+    def transient(self) -> bool:
+        """Whether another attempt may succeed."""
+        return self.kind in TRANSIENT_KINDS
+
+    def __str__(self) -> str:
+        status = f" (HTTP {self.status})" if self.status is not None else ""
+        return f"{self.kind}{status}: {self.message}"
+
+    def __repr__(self) -> str:
+        return (
+            f"ProviderError(kind={self.kind!r}, message={self.message!r}, "
+            f"status={self.status!r}, retry_after={self.retry_after!r})"
+        )

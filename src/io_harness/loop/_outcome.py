@@ -1,0 +1,88 @@
+"""How a run ended: the outcome enum and the result ``run`` and ``resume`` return."""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass
+
+from io_harness.errors import ProviderError
+from io_harness.messages import Usage
+from io_harness.store._records import StoredRun
+from io_harness.verify import VerificationResult
+
+__all__ = ["RunOutcome", "RunResult"]
+
+
+class RunOutcome(enum.StrEnum):
+    """Why a run stopped. Only ``SUCCESS`` means the criterion passed."""
+
+    SUCCESS = "success"
+    STEP_CAP_REACHED = "step_cap_reached"
+    TIME_BUDGET_EXCEEDED = "time_budget_exceeded"
+    TOKEN_BUDGET_EXCEEDED = "token_budget_exceeded"
+    PROVIDER_FAILED = "provider_failed"
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """The end of a run, as stored.
+
+    ``verification`` is the last check of the criterion (``None`` if it never
+    ran); ``error`` is the provider failure that ended a ``PROVIDER_FAILED``
+    run, or the last one before a budget stopped retries.
+    """
+
+    run_id: str
+    outcome: RunOutcome
+    steps: int
+    usage: Usage
+    verification: VerificationResult | None = None
+    error: ProviderError | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        """Whether the criterion passed."""
+        return self.outcome is RunOutcome.SUCCESS
+
+    @classmethod
+    def from_stored(cls, run: StoredRun) -> RunResult:
+        """The result of a finished run, read back from the store."""
+        assert run.outcome is not None
+        verification = (
+            VerificationResult.model_validate_json(run.verification_json)
+            if run.verification_json
+            else None
+        )
+        return cls(
+            run_id=run.id,
+            outcome=RunOutcome(run.outcome),
+            steps=run.steps,
+            usage=run.usage,
+            verification=verification,
+            error=error_from_json(run.error_json),
+        )
+
+
+def error_to_json(error: ProviderError | None) -> str | None:
+    """A provider error as the store keeps it."""
+    if error is None:
+        return None
+    return json.dumps(
+        {
+            "kind": error.kind,
+            "message": error.message,
+            "status": error.status,
+            "retry_after": error.retry_after,
+        }
+    )
+
+
+def error_from_json(text: str | None) -> ProviderError | None:
+    """The provider error a stored run ended with."""
+    if not text:
+        return None
+    data = json.loads(text)
+    return ProviderError(
+        data["kind"], data["message"], status=data.get("status"), retry_after=data.get("retry_after")
+    )

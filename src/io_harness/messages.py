@@ -1,0 +1,164 @@
+"""The provider-neutral message model.
+
+The loop speaks only these types. Each provider maps them to and from its
+vendor's wire format in its own module. Every type is a pydantic model that
+round-trips through JSON unchanged, which is how the store keeps them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "CompletionRequest",
+    "CompletionResponse",
+    "ContentBlock",
+    "FinishReason",
+    "Message",
+    "Role",
+    "TextBlock",
+    "ThinkingBlock",
+    "ToolCall",
+    "ToolResult",
+    "ToolSpec",
+    "Usage",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+FinishReason = Literal["stop", "tool_use", "length", "refusal", "content_filter"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TextBlock(_Frozen):
+    """Plain text from the user or the model."""
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ThinkingBlock(_Frozen):
+    """The model's reasoning, carried back to providers that require it.
+
+    ``signature`` is the vendor's opaque token for the block, when it has one.
+    """
+
+    type: Literal["thinking"] = "thinking"
+    text: str
+    signature: str | None = None
+
+
+class ToolCall(_Frozen):
+    """The model asks for a tool to run.
+
+    ``arguments`` is the parsed JSON object; when the model sent text that is
+    not a JSON object, it is that raw text, and the harness answers with an
+    error result instead of running the tool.
+    """
+
+    type: Literal["tool_use"] = "tool_use"
+    id: str
+    name: str
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+
+
+class ToolResult(_Frozen):
+    """The observation a tool call produced, addressed to the call by id."""
+
+    type: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+
+
+ContentBlock = Annotated[
+    TextBlock | ThinkingBlock | ToolCall | ToolResult, Field(discriminator="type")
+]
+
+
+class Message(_Frozen):
+    """One turn of the conversation."""
+
+    role: Role
+    content: tuple[ContentBlock, ...] = ()
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        """A user turn holding one text block."""
+        return cls(role="user", content=(TextBlock(text=text),))
+
+    @property
+    def text(self) -> str:
+        """The text blocks joined, for display."""
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls this turn asks for, in order."""
+        return tuple(b for b in self.content if isinstance(b, ToolCall))
+
+
+class ToolSpec(_Frozen):
+    """A tool as the model is told about it: a name, what it does, its JSON Schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class Usage(_Frozen):
+    """Token counts of one call, or the sum of many."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens: what a token budget draws down."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+        )
+
+
+class CompletionRequest(_Frozen):
+    """Everything a provider needs for one model call."""
+
+    model: str
+    system: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    max_tokens: int = 4096
+    temperature: float | None = None
+
+
+class CompletionResponse(_Frozen):
+    """One model answer in canonical form."""
+
+    content: tuple[ContentBlock, ...] = ()
+    usage: Usage = Field(default_factory=Usage)
+    model: str = ""
+    finish_reason: FinishReason = "stop"
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls in this answer, in order."""
+        return tuple(b for b in self.content if isinstance(b, ToolCall))
+
+    @property
+    def text(self) -> str:
+        """The text blocks joined."""
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))

@@ -1,0 +1,106 @@
+"""Run events: what observers receive as a run works, and what the trace stores.
+
+Each event is a pydantic model tagged by ``kind``. The loop stores a step's
+events in the step's transaction and hands them to the observer after that
+commit, so an observer never sees a step the store does not hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from io_harness.messages import Usage
+
+__all__ = [
+    "Observer",
+    "Retrying",
+    "RunEvent",
+    "RunFinished",
+    "RunStarted",
+    "StepFinished",
+    "ToolCalled",
+    "Verified",
+]
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    step: int
+    """The step the event belongs to; 0 before the first step."""
+
+
+class RunStarted(_Event):
+    """A run began, or resumed from its last committed step."""
+
+    kind: Literal["run_started"] = "run_started"
+    goal: str
+    provider: str
+    model: str
+    resumed: bool = False
+
+
+class Retrying(_Event):
+    """A provider call failed transiently and will be tried again after ``delay`` seconds."""
+
+    kind: Literal["retrying"] = "retrying"
+    attempt: int
+    error_kind: str
+    message: str
+    delay: float
+
+
+class ToolCalled(_Event):
+    """A tool call ran (or was refused) and produced an observation."""
+
+    kind: Literal["tool_called"] = "tool_called"
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | str
+    result: str
+    is_error: bool
+    changed: tuple[str, ...] = ()
+
+
+class Verified(_Event):
+    """The criterion was checked."""
+
+    kind: Literal["verified"] = "verified"
+    trigger: Literal["file_changed", "turn_ended"]
+    passed: bool
+    criterion: str
+    output: str
+
+
+class StepFinished(_Event):
+    """A step was committed."""
+
+    kind: Literal["step_finished"] = "step_finished"
+    usage: Usage
+    total_usage: Usage
+    tool_calls: int
+    text: str = ""
+
+
+class RunFinished(_Event):
+    """The run ended with an outcome."""
+
+    kind: Literal["run_finished"] = "run_finished"
+    outcome: str
+    steps: int
+    usage: Usage
+    error: str | None = None
+
+
+RunEvent = Annotated[
+    RunStarted | Retrying | ToolCalled | Verified | StepFinished | RunFinished,
+    Field(discriminator="kind"),
+]
+"""Any run event."""
+
+Observer = Callable[[Any], None] | Callable[[Any], Awaitable[None]]
+"""A callable given each :data:`RunEvent`; it may be a coroutine function."""

@@ -1,0 +1,97 @@
+"""The store seam: what the loop and the CLI ask of any backend."""
+
+from __future__ import annotations
+
+import abc
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from io_harness.messages import Message
+from io_harness.store._records import NewRun, RunSummary, StepRecord, StoredRun
+
+if TYPE_CHECKING:
+    from io_harness.store._sqlite import SqliteStore
+
+__all__ = ["Store", "Trace"]
+
+
+class Trace(BaseModel):
+    """Everything stored about one run, row by row, for reports and audits."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run: RunSummary
+    messages: tuple[Message, ...]
+    steps: tuple[dict[str, Any], ...]
+    provider_calls: tuple[dict[str, Any], ...]
+    tool_calls: tuple[dict[str, Any], ...]
+    verifications: tuple[dict[str, Any], ...]
+    events: tuple[dict[str, Any], ...]
+
+
+class Store(abc.ABC):
+    """Where runs live: the durable state ``resume`` starts from, and the trace.
+
+    Open one with :meth:`open` (a SQLite file) or :meth:`memory`. Every step
+    of a run is committed in one transaction: after a crash a run holds whole
+    steps only.
+    """
+
+    @staticmethod
+    def open(
+        path: str | Path, *, durability: Literal["full", "normal"] = "full"
+    ) -> SqliteStore:
+        """A store in the SQLite file at ``path``, created if missing.
+
+        ``durability="full"`` (the default) syncs every commit to disk, so a
+        committed step survives power loss; ``"normal"`` is faster and survives
+        a crash of the process but may lose the last steps on power loss.
+        """
+        from io_harness.store._sqlite import SqliteStore
+
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return SqliteStore(str(path), durability=durability)
+
+    @staticmethod
+    def memory() -> SqliteStore:
+        """A store that lives as long as this object: for tests and throwaway runs."""
+        from io_harness.store._sqlite import SqliteStore
+
+        return SqliteStore(":memory:")
+
+    @abc.abstractmethod
+    def create_run(self, run: NewRun) -> None:
+        """Store a new run and its first messages; an id already stored is a ConfigError."""
+
+    @abc.abstractmethod
+    def load_run(self, run_id: str) -> StoredRun:
+        """The run with its whole conversation; an unknown id is a ResumeError."""
+
+    @abc.abstractmethod
+    def commit_step(self, run_id: str, record: StepRecord) -> None:
+        """Write one step's records, and the run's end if it has one, in one transaction.
+
+        A step number that is not the next one (another writer advanced the
+        run) is a StorageError and nothing is written.
+        """
+
+    @abc.abstractmethod
+    def runs(self, limit: int | None = None) -> list[RunSummary]:
+        """Runs, newest first."""
+
+    @abc.abstractmethod
+    def trace(self, run_id: str) -> Trace:
+        """Every row stored about one run; an unknown id is a ResumeError."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release the backend's connections."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

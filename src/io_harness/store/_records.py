@@ -1,0 +1,171 @@
+"""The rows the loop hands the store and the views the store hands back.
+
+The store knows nothing of the loop: it writes these records and reads them
+back. A step's records are committed together or not at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from io_harness.messages import Message, Usage
+
+__all__ = [
+    "EventRow",
+    "Finish",
+    "NewRun",
+    "ProviderAttempt",
+    "RunSummary",
+    "StepRecord",
+    "StoredRun",
+    "ToolCallRow",
+    "VerificationRow",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class NewRun:
+    """A run as created: its identity, what it will do, its first messages."""
+
+    id: str
+    goal: str
+    contract_json: str
+    system_prompt: str
+    tools_json: str
+    provider: str
+    model: str
+    started_at: float
+    messages: tuple[Message, ...]
+    events: tuple[EventRow, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EventRow:
+    """One run event as stored: its kind, when, and its JSON."""
+
+    kind: str
+    at: float
+    data_json: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderAttempt:
+    """One attempt at one model call, answered or failed."""
+
+    attempt: int
+    provider: str
+    model: str
+    started_at: float
+    latency: float
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str | None = None
+    error_kind: str | None = None
+    error_status: int | None = None
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRow:
+    """One tool call and the observation it produced."""
+
+    call_id: str
+    name: str
+    arguments_json: str
+    result: str
+    is_error: bool
+    changed: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class VerificationRow:
+    """One check of the criterion."""
+
+    trigger: str
+    passed: bool
+    criterion: str
+    output: str
+    result_json: str
+    duration: float
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """How a run ended."""
+
+    outcome: str
+    finished_at: float
+    error_json: str | None = None
+    verification_json: str | None = None
+
+
+@dataclass(slots=True)
+class StepRecord:
+    """Everything one step produced; committed in one transaction.
+
+    ``step`` is 1-based. A record with no messages and no usage is the
+    closing record of a run that ended between steps (a budget, a provider
+    failure); it writes no ``steps`` row and does not count as a step.
+    """
+
+    step: int
+    started_at: float
+    finished_at: float = 0.0
+    messages: list[Message] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    attempts: list[ProviderAttempt] = field(default_factory=list)
+    tool_calls: list[ToolCallRow] = field(default_factory=list)
+    verification: VerificationRow | None = None
+    events: list[EventRow] = field(default_factory=list)
+    finish: Finish | None = None
+
+    @property
+    def counts_as_step(self) -> bool:
+        """Whether the model answered in this step (an answered call is a step)."""
+        return bool(self.messages)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    """A run loaded back from the store: enough to resume it or report it."""
+
+    id: str
+    goal: str
+    contract_json: str
+    system_prompt: str
+    tools_json: str
+    provider: str
+    model: str
+    status: str
+    outcome: str | None
+    steps: int
+    usage: Usage
+    started_at: float
+    finished_at: float | None
+    error_json: str | None
+    verification_json: str | None
+    messages: list[Message]
+
+
+class RunSummary(BaseModel):
+    """One line of ``store.runs()``: what ``ioh runs`` prints."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    goal: str
+    status: str
+    outcome: str | None
+    steps: int
+    tokens: int
+    provider: str
+    model: str
+    started_at: float
+    finished_at: float | None
+
+
+def row_dict(keys: tuple[str, ...], row: tuple[Any, ...]) -> dict[str, Any]:
+    """A result row as a mapping of its column names."""
+    return dict(zip(keys, row, strict=True))

@@ -1,0 +1,116 @@
+"""The SQLite schema. Its version is ``PRAGMA user_version``; migrations only add.
+
+Every table is part of the trace an operator can query with plain SQL. JSON
+columns hold the canonical pydantic models' JSON.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
+
+_V1 = """
+CREATE TABLE runs (
+    id                 TEXT PRIMARY KEY,
+    goal               TEXT NOT NULL,
+    contract           TEXT NOT NULL,          -- TaskContract JSON
+    system_prompt      TEXT NOT NULL,
+    tools              TEXT NOT NULL,          -- ToolSpec JSON list offered to the model
+    provider           TEXT NOT NULL,
+    model              TEXT NOT NULL,
+    status             TEXT NOT NULL,          -- running | finished
+    outcome            TEXT,                   -- RunOutcome value once finished
+    steps              INTEGER NOT NULL DEFAULT 0,
+    input_tokens       INTEGER NOT NULL DEFAULT 0,
+    output_tokens      INTEGER NOT NULL DEFAULT 0,
+    cache_read_tokens  INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+    reasoning_tokens   INTEGER NOT NULL DEFAULT 0,
+    started_at         REAL NOT NULL,          -- Unix time
+    finished_at        REAL,
+    error              TEXT,                   -- JSON of the error that ended the run
+    verification       TEXT                    -- JSON of the last VerificationResult
+);
+CREATE INDEX runs_by_start ON runs (started_at DESC);
+
+CREATE TABLE messages (
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    seq    INTEGER NOT NULL,                   -- position in the conversation
+    step   INTEGER NOT NULL,                   -- 0: written when the run was created
+    role   TEXT NOT NULL,
+    body   TEXT NOT NULL,                      -- Message JSON
+    PRIMARY KEY (run_id, seq)
+);
+
+CREATE TABLE steps (
+    run_id             TEXT NOT NULL REFERENCES runs (id),
+    step               INTEGER NOT NULL,
+    started_at         REAL NOT NULL,
+    finished_at        REAL NOT NULL,
+    input_tokens       INTEGER NOT NULL,
+    output_tokens      INTEGER NOT NULL,
+    cache_read_tokens  INTEGER NOT NULL,
+    cache_write_tokens INTEGER NOT NULL,
+    reasoning_tokens   INTEGER NOT NULL,
+    PRIMARY KEY (run_id, step)
+);
+
+CREATE TABLE provider_calls (
+    run_id             TEXT NOT NULL REFERENCES runs (id),
+    step               INTEGER NOT NULL,       -- the step this attempt belongs to
+    attempt            INTEGER NOT NULL,       -- 1 for the first try
+    provider           TEXT NOT NULL,
+    model              TEXT NOT NULL,
+    started_at         REAL NOT NULL,
+    latency            REAL NOT NULL,          -- seconds
+    input_tokens       INTEGER NOT NULL DEFAULT 0,
+    output_tokens      INTEGER NOT NULL DEFAULT 0,
+    cache_read_tokens  INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+    reasoning_tokens   INTEGER NOT NULL DEFAULT 0,
+    finish_reason      TEXT,
+    error_kind         TEXT,                   -- ProviderError kind when it failed
+    error_status       INTEGER,
+    error_message      TEXT,
+    PRIMARY KEY (run_id, step, attempt)
+);
+
+CREATE TABLE tool_calls (
+    run_id    TEXT NOT NULL REFERENCES runs (id),
+    step      INTEGER NOT NULL,
+    seq       INTEGER NOT NULL,                -- order within the step
+    call_id   TEXT NOT NULL,
+    name      TEXT NOT NULL,
+    arguments TEXT NOT NULL,                   -- JSON as the model sent it
+    result    TEXT NOT NULL,
+    is_error  INTEGER NOT NULL,
+    changed   TEXT NOT NULL,                   -- JSON list of paths the call changed
+    PRIMARY KEY (run_id, step, seq)
+);
+
+CREATE TABLE verifications (
+    run_id    TEXT NOT NULL REFERENCES runs (id),
+    step      INTEGER NOT NULL,
+    trigger   TEXT NOT NULL,                   -- file_changed | turn_ended
+    passed    INTEGER NOT NULL,
+    criterion TEXT NOT NULL,
+    output    TEXT NOT NULL,
+    result    TEXT NOT NULL,                   -- VerificationResult JSON
+    duration  REAL NOT NULL,
+    PRIMARY KEY (run_id, step)
+);
+
+CREATE TABLE events (
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    seq    INTEGER NOT NULL,
+    step   INTEGER NOT NULL,
+    kind   TEXT NOT NULL,
+    at     REAL NOT NULL,
+    data   TEXT NOT NULL,                      -- the event's JSON
+    PRIMARY KEY (run_id, seq)
+);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1,)
+"""``MIGRATIONS[n]`` takes a store from version ``n`` to ``n + 1``."""
+
+SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,343 @@
+"""The SQLite store: WAL, ``busy_timeout``, ``BEGIN IMMEDIATE``, one transaction per step."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from io_harness.errors import ConfigError, ResumeError, StorageError
+from io_harness.messages import Message, Usage
+from io_harness.store._base import Store, Trace
+from io_harness.store._records import (
+    EventRow,
+    Finish,
+    NewRun,
+    RunSummary,
+    StepRecord,
+    StoredRun,
+    row_dict,
+)
+from io_harness.store._schema import MIGRATIONS, SCHEMA_VERSION
+
+__all__ = ["SqliteStore"]
+
+Durability = Literal["full", "normal"]
+
+_USAGE_COLUMNS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+)
+_RUN_COLUMNS = (
+    "id", "goal", "contract", "system_prompt", "tools", "provider", "model", "status",
+    "outcome", "steps", *_USAGE_COLUMNS, "started_at", "finished_at", "error", "verification",
+)  # fmt: skip
+
+
+def _usage_values(usage: Usage) -> tuple[int, ...]:
+    return tuple(getattr(usage, column) for column in _USAGE_COLUMNS)
+
+
+class SqliteStore(Store):
+    """A store in one SQLite file (or in memory). See :meth:`Store.open`."""
+
+    def __init__(self, target: str, *, durability: Durability = "full") -> None:
+        self.location = target
+        self.durability = durability
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open the store {target}: {exc}") from None
+        try:
+            self._db.execute("PRAGMA busy_timeout = 10000")
+            if target != ":memory:":
+                self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute(f"PRAGMA synchronous = {durability.upper()}")
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise StorageError(f"{target} is not a readable io-harness store: {exc}") from None
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _migrate(self) -> None:
+        (version,) = self._db.execute("PRAGMA user_version").fetchone()
+        if version > SCHEMA_VERSION:
+            raise ResumeError(
+                f"the store {self.location} has format {version}, newer than this "
+                f"io-harness knows ({SCHEMA_VERSION}); upgrade io-harness to use it"
+            )
+        if version == 0:
+            tables = self._db.execute(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+            ).fetchone()[0]
+            if tables:
+                raise StorageError(f"{self.location} is an SQLite file but not an io-harness store")
+        if version == SCHEMA_VERSION:
+            return
+        with self._transaction() as db:
+            for number in range(version, SCHEMA_VERSION):
+                for statement in _statements(MIGRATIONS[number]):
+                    db.execute(statement)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot start a transaction in {self.location}: {exc}") from None
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            try:
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+                raise StorageError(f"cannot commit to {self.location}: {exc}") from None
+
+    def close(self) -> None:
+        """Close the connection; the store cannot be used afterwards."""
+        with self._lock:
+            self._db.close()
+
+    def __repr__(self) -> str:
+        return f"Store.open({self.location!r})" if self.location != ":memory:" else "Store.memory()"
+
+    # -- writing -----------------------------------------------------------------
+
+    def create_run(self, run: NewRun) -> None:
+        with self._transaction() as db:
+            if db.execute("SELECT 1 FROM runs WHERE id = ?", (run.id,)).fetchone():
+                raise ConfigError(
+                    f"a run with id {run.id!r} is already in the store; use resume() to continue it"
+                )
+            db.execute(
+                "INSERT INTO runs (id, goal, contract, system_prompt, tools, provider, model,"
+                " status, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+                (run.id, run.goal, run.contract_json, run.system_prompt, run.tools_json,
+                 run.provider, run.model, run.started_at),
+            )
+            self._insert_messages(db, run.id, 0, run.messages)
+            self._insert_events(db, run.id, 0, run.events)
+
+    def commit_step(self, run_id: str, record: StepRecord) -> None:
+        with self._transaction() as db:
+            row = db.execute("SELECT steps, status FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise StorageError(f"run {run_id!r} is not in the store")
+            steps, status = row
+            expected = record.step - 1 if record.counts_as_step else record.step
+            if steps != expected or status != "running":
+                raise StorageError(
+                    f"run {run_id!r} was advanced by another writer (it is at step {steps}, "
+                    f"{status}); this writer's step {record.step} was not written"
+                )
+            if record.counts_as_step:
+                self._insert_step(db, run_id, record)
+            db.executemany(
+                "INSERT INTO provider_calls (run_id, step, attempt, provider, model, started_at,"
+                " latency, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
+                " reasoning_tokens, finish_reason, error_kind, error_status, error_message)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (run_id, record.step, a.attempt, a.provider, a.model, a.started_at, a.latency,
+                     *_usage_values(a.usage), a.finish_reason, a.error_kind, a.error_status,
+                     a.error_message)
+                    for a in record.attempts
+                ],
+            )
+            self._insert_events(db, run_id, record.step, record.events)
+            if record.finish is not None:
+                self._finish(db, run_id, record.finish)
+
+    def _insert_step(self, db: sqlite3.Connection, run_id: str, record: StepRecord) -> None:
+        usage = _usage_values(record.usage)
+        db.execute(
+            "INSERT INTO steps (run_id, step, started_at, finished_at, input_tokens,"
+            " output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (run_id, record.step, record.started_at, record.finished_at, *usage),
+        )
+        db.execute(
+            "UPDATE runs SET steps = steps + 1, input_tokens = input_tokens + ?,"
+            " output_tokens = output_tokens + ?, cache_read_tokens = cache_read_tokens + ?,"
+            " cache_write_tokens = cache_write_tokens + ?,"
+            " reasoning_tokens = reasoning_tokens + ? WHERE id = ?",
+            (*usage, run_id),
+        )
+        self._insert_messages(db, run_id, record.step, record.messages)
+        db.executemany(
+            "INSERT INTO tool_calls (run_id, step, seq, call_id, name, arguments, result,"
+            " is_error, changed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (run_id, record.step, seq, c.call_id, c.name, c.arguments_json, c.result,
+                 int(c.is_error), json.dumps(list(c.changed)))
+                for seq, c in enumerate(record.tool_calls, start=1)
+            ],
+        )
+        check = record.verification
+        if check is not None:
+            db.execute(
+                "INSERT INTO verifications (run_id, step, trigger, passed, criterion, output,"
+                " result, duration) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, record.step, check.trigger, int(check.passed), check.criterion,
+                 check.output, check.result_json, check.duration),
+            )
+            db.execute(
+                "UPDATE runs SET verification = ? WHERE id = ?", (check.result_json, run_id)
+            )
+
+    @staticmethod
+    def _insert_messages(
+        db: sqlite3.Connection, run_id: str, step: int, messages: Sequence[Message]
+    ) -> None:
+        if not messages:
+            return
+        (count,) = db.execute(
+            "SELECT coalesce(max(seq), 0) FROM messages WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        db.executemany(
+            "INSERT INTO messages (run_id, seq, step, role, body) VALUES (?, ?, ?, ?, ?)",
+            [
+                (run_id, seq, step, m.role, m.model_dump_json())
+                for seq, m in enumerate(messages, start=count + 1)
+            ],
+        )
+
+    @staticmethod
+    def _insert_events(
+        db: sqlite3.Connection, run_id: str, step: int, events: Sequence[EventRow]
+    ) -> None:
+        if not events:
+            return
+        (last,) = db.execute(
+            "SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        db.executemany(
+            "INSERT INTO events (run_id, seq, step, kind, at, data) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (run_id, seq, step, e.kind, e.at, e.data_json)
+                for seq, e in enumerate(events, start=last + 1)
+            ],
+        )
+
+    @staticmethod
+    def _finish(db: sqlite3.Connection, run_id: str, finish: Finish) -> None:
+        db.execute(
+            "UPDATE runs SET status = 'finished', outcome = ?, finished_at = ?, error = ?,"
+            " verification = coalesce(?, verification) WHERE id = ?",
+            (finish.outcome, finish.finished_at, finish.error_json, finish.verification_json,
+             run_id),
+        )
+
+    # -- reading -----------------------------------------------------------------
+
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot read {self.location}: {exc}") from None
+
+    def _run_row(self, run_id: str) -> dict[str, Any]:
+        rows = self._read(f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs WHERE id = ?", (run_id,))
+        if not rows:
+            raise ResumeError(f"no run {run_id!r} in the store {self.location}")
+        return row_dict(_RUN_COLUMNS, rows[0])
+
+    def load_run(self, run_id: str) -> StoredRun:
+        row = self._run_row(run_id)
+        bodies = self._read(
+            "SELECT body FROM messages WHERE run_id = ? ORDER BY seq", (run_id,)
+        )
+        try:
+            messages = [Message.model_validate_json(body) for (body,) in bodies]
+        except ValueError as exc:
+            raise StorageError(f"run {run_id!r} holds a message that does not load: {exc}") from None
+        return StoredRun(
+            id=row["id"],
+            goal=row["goal"],
+            contract_json=row["contract"],
+            system_prompt=row["system_prompt"],
+            tools_json=row["tools"],
+            provider=row["provider"],
+            model=row["model"],
+            status=row["status"],
+            outcome=row["outcome"],
+            steps=row["steps"],
+            usage=Usage(**{c: row[c] for c in _USAGE_COLUMNS}),
+            started_at=row["started_at"],
+            finished_at=row["finished_at"],
+            error_json=row["error"],
+            verification_json=row["verification"],
+            messages=messages,
+        )
+
+    @staticmethod
+    def _summary(row: dict[str, Any]) -> RunSummary:
+        return RunSummary(
+            id=row["id"],
+            goal=row["goal"],
+            status=row["status"],
+            outcome=row["outcome"],
+            steps=row["steps"],
+            tokens=row["input_tokens"] + row["output_tokens"],
+            provider=row["provider"],
+            model=row["model"],
+            started_at=row["started_at"],
+            finished_at=row["finished_at"],
+        )
+
+    def runs(self, limit: int | None = None) -> list[RunSummary]:
+        rows = self._read(
+            f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs ORDER BY started_at DESC, rowid DESC"
+            " LIMIT ?",
+            (-1 if limit is None else limit,),
+        )
+        return [self._summary(row_dict(_RUN_COLUMNS, row)) for row in rows]
+
+    def _table(self, table: str, run_id: str, order: str) -> tuple[dict[str, Any], ...]:
+        with self._lock:
+            cursor = self._db.execute(
+                f"SELECT * FROM {table} WHERE run_id = ? ORDER BY {order}", (run_id,)
+            )
+            keys = tuple(d[0] for d in cursor.description)
+            return tuple(row_dict(keys, row) for row in cursor.fetchall())
+
+    def trace(self, run_id: str) -> Trace:
+        stored = self.load_run(run_id)
+        return Trace(
+            run=self._summary(self._run_row(run_id)),
+            messages=tuple(stored.messages),
+            steps=self._table("steps", run_id, "step"),
+            provider_calls=self._table("provider_calls", run_id, "step, attempt"),
+            tool_calls=self._table("tool_calls", run_id, "step, seq"),
+            verifications=self._table("verifications", run_id, "step"),
+            events=self._table("events", run_id, "seq"),
+        )
+
+
+def _statements(script: str) -> Iterator[str]:
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            yield buffer.strip()
+            buffer = ""
+    if buffer.strip():
+        yield buffer.strip()

@@ -1,0 +1,256 @@
+"""The workspace-mode file tools: read, write, edit, grep, find, list.
+
+Each resolves every path through :class:`Workspace` on every call, so no
+call can reach outside the root. Every cap says what it left out.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from io_harness.tools._base import A, Args, Tool, ToolFailure, ToolOutcome
+from io_harness.tools._text import (
+    READ_CEILING_BYTES,
+    check_text_file,
+    number_lines,
+    read_text,
+    write_text,
+)
+from io_harness.tools._workspace import Workspace
+
+__all__ = ["workspace_tools"]
+
+GREP_MAX_MATCHES = 100
+FIND_MAX_RESULTS = 200
+LINE_SHOWN_CHARS = 300
+
+
+def _clip_line(line: str) -> str:
+    line = line.rstrip("\r\n")
+    if len(line) <= LINE_SHOWN_CHARS:
+        return line
+    return f"{line[:LINE_SHOWN_CHARS]}... [+{len(line) - LINE_SHOWN_CHARS} chars]"
+
+
+def _glob_matches(rel: str, glob: str) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    return fnmatch.fnmatchcase(rel, glob) or fnmatch.fnmatchcase(name, glob)
+
+
+class _InWorkspace(Tool[A]):
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+
+
+class ReadFileArgs(Args):
+    path: str = Field(description="File path relative to the workspace root.")
+    offset: int | None = Field(None, ge=1, description="First line to read, 1-based.")
+    limit: int | None = Field(None, ge=1, description="How many lines to read.")
+
+
+class ReadFile(_InWorkspace[ReadFileArgs]):
+    name = "read_file"
+    description = (
+        "Read a text file; lines come numbered. Give offset and limit to read part of "
+        f"a file; a file over {READ_CEILING_BYTES} bytes can only be read in parts."
+    )
+    args = ReadFileArgs
+
+    async def invoke(self, args: ReadFileArgs) -> ToolOutcome:
+        path = self.workspace.resolve(args.path)
+        if args.offset is None and args.limit is None:
+            text = read_text(path, args.path)
+            if not text:
+                return ToolOutcome(f"{args.path} is empty")
+            return ToolOutcome(number_lines(text.splitlines(keepends=True), 1))
+        return ToolOutcome(read_window(path, args.path, args.offset or 1, args.limit))
+
+
+def read_window(path: Path, shown_as: str, first: int, count: int | None) -> str:
+    """Lines ``first`` to ``first + count - 1``, streamed so large files can be read in parts."""
+    check_text_file(path, shown_as)
+    window: list[str] = []
+    size = 0
+    total = 0
+    with path.open(encoding="utf-8", errors="replace", newline="") as handle:
+        for total, line in enumerate(handle, start=1):
+            if total < first or (count is not None and len(window) >= count):
+                continue
+            size += len(line)
+            if size > READ_CEILING_BYTES:
+                raise ToolFailure(
+                    f"lines {first}-{total} of {shown_as} exceed the read ceiling of "
+                    f"{READ_CEILING_BYTES} bytes; ask for fewer lines"
+                )
+            window.append(line)
+    if first > total:
+        raise ToolFailure(f"offset {first} is past the end of {shown_as} ({total} lines)")
+    last = first + len(window) - 1
+    return f"[{shown_as}: lines {first}-{last} of {total}]\n" + number_lines(window, first)
+
+
+class WriteFileArgs(Args):
+    path: str = Field(description="File path relative to the workspace root.")
+    content: str = Field(description="The whole new content of the file.")
+
+
+class WriteFile(_InWorkspace[WriteFileArgs]):
+    name = "write_file"
+    description = "Write a whole file, creating it and its folders if needed."
+    args = WriteFileArgs
+
+    async def invoke(self, args: WriteFileArgs) -> ToolOutcome:
+        path = self.workspace.resolve(args.path)
+        verb = write_text(path, args.content, args.path)
+        size = len(args.content.encode("utf-8"))
+        changed = () if verb == "unchanged" else (args.path,)
+        return ToolOutcome(f"{args.path} {verb} ({size} bytes)", changed=changed)
+
+
+class EditFileArgs(Args):
+    path: str = Field(description="File path relative to the workspace root.")
+    search: str = Field(description="Exact text to find; it must occur exactly once.")
+    replace: str = Field(description="Text to put in its place.")
+
+
+class EditFile(_InWorkspace[EditFileArgs]):
+    name = "edit_file"
+    description = (
+        "Replace one exact occurrence of `search` with `replace` in a file. "
+        "The search text must occur exactly once; include surrounding lines to make it unique."
+    )
+    args = EditFileArgs
+
+    async def invoke(self, args: EditFileArgs) -> ToolOutcome:
+        if not args.search:
+            raise ToolFailure("search is empty; give the exact text to replace")
+        path = self.workspace.resolve(args.path)
+        text = read_text(path, args.path)
+        count = text.count(args.search)
+        if count != 1:
+            where = "not found" if count == 0 else f"found {count} times"
+            raise ToolFailure(
+                f"the search text was {where} in {args.path}; it must occur exactly once"
+            )
+        write_text(path, text.replace(args.search, args.replace, 1), args.path)
+        line = text[: text.index(args.search)].count("\n") + 1
+        return ToolOutcome(f"{args.path} edited at line {line}", changed=(args.path,))
+
+
+class GrepArgs(Args):
+    pattern: str = Field(description="A Python regular expression, matched per line.")
+    path_glob: str | None = Field(
+        None, description="Only files whose relative path or name matches this glob."
+    )
+
+
+class Grep(_InWorkspace[GrepArgs]):
+    name = "grep"
+    description = (
+        "Search the workspace's text files for a regular expression; prints "
+        f"`path:line: text`, at most {GREP_MAX_MATCHES} matches."
+    )
+    args = GrepArgs
+
+    async def invoke(self, args: GrepArgs) -> ToolOutcome:
+        try:
+            regex = re.compile(args.pattern)
+        except re.error as exc:
+            raise ToolFailure(f"the pattern is not a valid regular expression: {exc}") from None
+        shown: list[str] = []
+        hidden = 0
+        unreadable = 0
+        for path in self.workspace.walk():
+            rel = self.workspace.relative(path)
+            if args.path_glob is not None and not _glob_matches(rel, args.path_glob):
+                continue
+            try:
+                text = read_text(path, rel)
+            except ToolFailure:
+                unreadable += 1
+                continue
+            for number, line in enumerate(text.splitlines(), start=1):
+                if regex.search(line):
+                    if len(shown) < GREP_MAX_MATCHES:
+                        shown.append(f"{rel}:{number}: {_clip_line(line)}")
+                    else:
+                        hidden += 1
+        notes = []
+        if hidden:
+            notes.append(f"[{hidden} more matches not shown; narrow the pattern or path_glob]")
+        if unreadable:
+            notes.append(f"[{unreadable} binary, non-UTF-8 or oversized files not searched]")
+        if not shown:
+            return ToolOutcome("\n".join([f"no matches for {args.pattern!r}", *notes]))
+        return ToolOutcome("\n".join(shown + notes))
+
+
+class FindArgs(Args):
+    name_glob: str = Field(
+        description="Glob matched against each file's name, or its relative path if it has '/'."
+    )
+
+
+class Find(_InWorkspace[FindArgs]):
+    name = "find"
+    description = f"List files whose name matches a glob, at most {FIND_MAX_RESULTS}."
+    args = FindArgs
+
+    async def invoke(self, args: FindArgs) -> ToolOutcome:
+        found = [
+            rel
+            for rel in map(self.workspace.relative, self.workspace.walk())
+            if _glob_matches(rel, args.name_glob)
+        ]
+        if not found:
+            return ToolOutcome(f"no files match {args.name_glob!r}")
+        lines = found[:FIND_MAX_RESULTS]
+        if len(found) > FIND_MAX_RESULTS:
+            lines.append(f"[{len(found) - FIND_MAX_RESULTS} more files not shown]")
+        return ToolOutcome("\n".join(lines))
+
+
+class ListDirArgs(Args):
+    path: str = Field(".", description="Folder relative to the workspace root.")
+
+
+class ListDir(_InWorkspace[ListDirArgs]):
+    name = "list_dir"
+    description = "List one folder: each entry's kind, name and size."
+    args = ListDirArgs
+
+    async def invoke(self, args: ListDirArgs) -> ToolOutcome:
+        folder = self.workspace.resolve(args.path or ".")
+        if not folder.is_dir():
+            raise ToolFailure(f"{args.path} is not a folder")
+        lines = []
+        for entry in sorted(folder.iterdir(), key=lambda p: p.name):
+            if entry.is_symlink():
+                real = entry.resolve()
+                inside = real.is_relative_to(self.workspace.root)
+                target = self.workspace.relative(real) if inside else "(outside the workspace)"
+                lines.append(f"link  {entry.name} -> {target}")
+            elif entry.is_dir():
+                lines.append(f"dir   {entry.name}/")
+            else:
+                lines.append(f"file  {entry.name}  {entry.stat().st_size} bytes")
+        if not lines:
+            return ToolOutcome(f"{args.path} is empty")
+        return ToolOutcome("\n".join(lines))
+
+
+def workspace_tools(workspace: Workspace) -> list[Tool[Any]]:
+    """The built-in tools of a workspace-mode run, in the order the model sees them."""
+    return [
+        ReadFile(workspace),
+        WriteFile(workspace),
+        EditFile(workspace),
+        Grep(workspace),
+        Find(workspace),
+        ListDir(workspace),
+    ]

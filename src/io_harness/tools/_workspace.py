@@ -1,0 +1,61 @@
+"""Confinement of every path a tool touches to the workspace root."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+
+__all__ = ["SKIPPED_DIRS", "PathRefused", "Workspace"]
+
+SKIPPED_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__"})
+"""Folders that walks (grep, find) never enter: tool state, not the subject."""
+
+
+class PathRefused(Exception):
+    """A path the agent gave lies outside the workspace; the text says why."""
+
+
+class Workspace:
+    """The folder the agent works in; every path is checked against it on every call."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+
+    def resolve(self, path: str) -> Path:
+        """Return the real location of ``path`` (relative to the root) or refuse it.
+
+        Refused: empty paths, absolute paths, any ``..`` component, and paths
+        whose real location (after following symlinks) is outside the root.
+        """
+        if not path or "\x00" in path:
+            raise PathRefused("the path is empty or holds a NUL character")
+        pure = PurePosixPath(path.replace("\\", "/"))
+        if pure.is_absolute() or Path(path).is_absolute():
+            raise PathRefused(
+                f"{path!r} is absolute; give a path relative to the workspace root"
+            )
+        if ".." in pure.parts:
+            raise PathRefused(f"{path!r} contains '..'; paths may not leave the workspace")
+        real = (self.root / pure).resolve()
+        if not real.is_relative_to(self.root):
+            raise PathRefused(f"{path!r} resolves outside the workspace through a symlink")
+        return real
+
+    def relative(self, path: Path) -> str:
+        """The workspace-relative spelling of a path under the root, with ``/``."""
+        rel = path.relative_to(self.root).as_posix()
+        return rel or "."
+
+    def walk(self) -> Iterator[Path]:
+        """Every regular file under the root, sorted, skipping :data:`SKIPPED_DIRS`.
+
+        Symlinks are not followed, so a walk never leaves the root.
+        """
+        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
+            base = Path(dirpath)
+            for name in sorted(filenames):
+                candidate = base / name
+                if not candidate.is_symlink() and candidate.is_file():
+                    yield candidate

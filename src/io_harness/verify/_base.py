@@ -1,0 +1,76 @@
+"""What every criterion shares: the subject it checks and the result it returns."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from io_harness.errors import ConfigError
+
+__all__ = ["CriterionBase", "Mode", "Subject", "VerificationResult"]
+
+Mode = Literal["file", "workspace"]
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """What a criterion checks: the contract's file or workspace, and the time left."""
+
+    mode: Mode
+    root: Path
+    """The workspace root; in single-file mode, the file's folder."""
+    file: Path | None = None
+    """The file, in single-file mode."""
+    deadline: float | None = None
+    """``time.monotonic()`` value by which checks must end, from the wall budget."""
+
+    def timeout(self, wanted: float) -> float:
+        """``wanted`` seconds, cut to the time the run has left."""
+        if self.deadline is None:
+            return wanted
+        return max(0.0, min(wanted, self.deadline - time.monotonic()))
+
+
+class VerificationResult(BaseModel):
+    """The verdict of one criterion, with what the check saw."""
+
+    model_config = ConfigDict(frozen=True)
+
+    passed: bool
+    criterion: str
+    """The sentence the model is shown as its success condition."""
+    output: str = ""
+    """What the check saw: command output, the difference, the failing tests."""
+    parts: tuple[VerificationResult, ...] = ()
+    """The verdicts of the parts of an ``AllOf`` or ``AnyOf``."""
+
+
+class CriterionBase(BaseModel):
+    """A deterministic success condition the harness checks; the model cannot."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def describe(self) -> str:
+        """The success condition as a sentence the model is shown."""
+        raise NotImplementedError
+
+    def check_config(self, mode: Mode) -> None:
+        """Raise :class:`ConfigError` when this criterion cannot judge a ``mode`` run."""
+        if mode not in self.usable_in():
+            names = {"file": "single-file", "workspace": "workspace"}
+            raise ConfigError(
+                f"{type(self).__name__} is a {names[next(iter(self.usable_in()))]} criterion "
+                f"and cannot check a {names[mode]} contract"
+            )
+
+    def usable_in(self) -> frozenset[Mode]:
+        """The contract modes this criterion can check."""
+        return frozenset({"file", "workspace"})
+
+    async def check(self, subject: Subject) -> VerificationResult:
+        """Judge the subject now."""
+        raise NotImplementedError

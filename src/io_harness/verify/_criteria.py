@@ -1,0 +1,304 @@
+"""The criteria a contract can name, each a pydantic model stored with its run."""
+
+from __future__ import annotations
+
+import difflib
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from io_harness._process import ProcessOutcome, run_process
+from io_harness.tools._workspace import PathRefused, Workspace
+from io_harness.verify._base import CriterionBase, Mode, Subject, VerificationResult
+from io_harness.verify._pytest import PytestPasses
+
+__all__ = [
+    "AllOf",
+    "AnyOf",
+    "Command",
+    "Criterion",
+    "FileContains",
+    "FileEquals",
+    "PythonCompiles",
+    "WorkspaceFileContains",
+]
+
+_SINGLE_FILE: frozenset[Mode] = frozenset({"file"})
+_WORKSPACE: frozenset[Mode] = frozenset({"workspace"})
+
+
+def _read_subject_file(path: Path | None) -> str | None:
+    if path is None or not path.is_file():
+        return None
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def process_report(outcome: ProcessOutcome) -> str:
+    """A command's ending, stdout and stderr, as the model and the trace see them."""
+    parts = [f"$ {shlex.join(outcome.argv)}", f"[{outcome.summary}]"]
+    if outcome.stdout.strip():
+        parts.append(outcome.stdout.rstrip())
+    if outcome.stderr.strip():
+        parts.append("[stderr]\n" + outcome.stderr.rstrip())
+    return "\n".join(parts)
+
+
+class FileContains(CriterionBase):
+    """Single-file mode: the file contains ``needle``."""
+
+    kind: Literal["file_contains"] = "file_contains"
+    needle: str
+
+    def __init__(self, needle: str, **data: Any) -> None:
+        super().__init__(needle=needle, **data)
+
+    def usable_in(self) -> frozenset[Mode]:
+        return _SINGLE_FILE
+
+    def describe(self) -> str:
+        return f"the file contains the text {self.needle!r}"
+
+    async def check(self, subject: Subject) -> VerificationResult:
+        text = _read_subject_file(subject.file)
+        if text is None:
+            return VerificationResult(
+                passed=False, criterion=self.describe(), output="the file does not exist"
+            )
+        found = self.needle in text
+        output = "found" if found else f"the text {self.needle!r} is not in the file"
+        return VerificationResult(passed=found, criterion=self.describe(), output=output)
+
+
+class FileEquals(CriterionBase):
+    """Single-file mode: the file's whole content is exactly ``text``."""
+
+    kind: Literal["file_equals"] = "file_equals"
+    text: str
+
+    def __init__(self, text: str, **data: Any) -> None:
+        super().__init__(text=text, **data)
+
+    def usable_in(self) -> frozenset[Mode]:
+        return _SINGLE_FILE
+
+    def describe(self) -> str:
+        return f"the file's whole content is exactly:\n{self.text}"
+
+    async def check(self, subject: Subject) -> VerificationResult:
+        actual = _read_subject_file(subject.file)
+        if actual is None:
+            return VerificationResult(
+                passed=False, criterion=self.describe(), output="the file does not exist"
+            )
+        if actual == self.text:
+            return VerificationResult(passed=True, criterion=self.describe(), output="equal")
+        diff = difflib.unified_diff(
+            self.text.splitlines(keepends=True),
+            actual.splitlines(keepends=True),
+            fromfile="expected",
+            tofile="actual",
+        )
+        return VerificationResult(
+            passed=False, criterion=self.describe(), output="".join(diff) or "differs"
+        )
+
+
+class WorkspaceFileContains(CriterionBase):
+    """Workspace mode: the file at ``file`` (relative to the root) contains ``needle``."""
+
+    kind: Literal["workspace_file_contains"] = "workspace_file_contains"
+    file: str
+    needle: str
+
+    def __init__(self, file: str, needle: str, **data: Any) -> None:
+        super().__init__(file=file, needle=needle, **data)
+
+    def usable_in(self) -> frozenset[Mode]:
+        return _WORKSPACE
+
+    def describe(self) -> str:
+        return f"{self.file} contains the text {self.needle!r}"
+
+    async def check(self, subject: Subject) -> VerificationResult:
+        try:
+            path = Workspace(subject.root).resolve(self.file)
+        except PathRefused as exc:
+            return VerificationResult(passed=False, criterion=self.describe(), output=str(exc))
+        text = _read_subject_file(path)
+        if text is None:
+            output = f"{self.file} does not exist"
+        else:
+            output = "found" if self.needle in text else f"the text is not in {self.file}"
+        return VerificationResult(
+            passed=text is not None and self.needle in text,
+            criterion=self.describe(),
+            output=output,
+        )
+
+
+class Command(CriterionBase):
+    """A command, run without a shell in the root, exits with ``expect_exit``.
+
+    It runs in the workspace root (single-file mode: the file's folder). At
+    ``timeout`` seconds the whole process group is killed and the check fails.
+    """
+
+    kind: Literal["command"] = "command"
+    argv: tuple[str, ...] = Field(min_length=1)
+    expect_exit: int = 0
+    timeout: float = Field(300.0, gt=0)
+
+    def __init__(self, argv: Sequence[str], **data: Any) -> None:
+        super().__init__(argv=tuple(argv), **data)
+
+    def describe(self) -> str:
+        return f"the command `{shlex.join(self.argv)}` exits with status {self.expect_exit}"
+
+    async def check(self, subject: Subject) -> VerificationResult:
+        outcome = await run_process(
+            self.argv, cwd=subject.root, timeout=subject.timeout(self.timeout)
+        )
+        passed = not outcome.timed_out and outcome.exit_code == self.expect_exit
+        return VerificationResult(
+            passed=passed, criterion=self.describe(), output=process_report(outcome)
+        )
+
+
+_COMPILE_SCRIPT = """
+import sys
+bad = 0
+for path in sys.argv[1:]:
+    try:
+        with open(path, "rb") as handle:
+            compile(handle.read(), path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, OSError) as exc:
+        bad += 1
+        print(f"{path}: {type(exc).__name__}: {exc}")
+print(f"{len(sys.argv) - 1 - bad} of {len(sys.argv) - 1} files compile")
+sys.exit(1 if bad else 0)
+"""
+
+
+class PythonCompiles(CriterionBase):
+    """The named Python files compile (none named: the file, or every ``.py`` in the root)."""
+
+    kind: Literal["python_compiles"] = "python_compiles"
+    paths: tuple[str, ...] = ()
+    timeout: float = Field(120.0, gt=0)
+
+    def __init__(self, paths: Sequence[str] = (), **data: Any) -> None:
+        super().__init__(paths=tuple(paths), **data)
+
+    def describe(self) -> str:
+        if self.paths:
+            return f"these files compile as Python: {', '.join(self.paths)}"
+        return "the Python code compiles"
+
+    def _targets(self, subject: Subject) -> list[str]:
+        if self.paths:
+            return list(self.paths)
+        if subject.file is not None:
+            return [subject.file.name]
+        workspace = Workspace(subject.root)
+        return [workspace.relative(p) for p in workspace.walk() if p.suffix == ".py"]
+
+    async def check(self, subject: Subject) -> VerificationResult:
+        targets = self._targets(subject)
+        if not targets:
+            return VerificationResult(
+                passed=False, criterion=self.describe(), output="there are no Python files"
+            )
+        outcome = await run_process(
+            [sys.executable, "-I", "-B", "-c", _COMPILE_SCRIPT, *targets],
+            cwd=subject.root,
+            timeout=subject.timeout(self.timeout),
+        )
+        return VerificationResult(
+            passed=outcome.exit_code == 0 and not outcome.timed_out,
+            criterion=self.describe(),
+            output=outcome.stdout.strip() or process_report(outcome),
+        )
+
+
+class _Combination(CriterionBase):
+    criteria: tuple[Criterion, ...] = Field(min_length=1)
+
+    def __init__(self, *criteria: Criterion, **data: Any) -> None:
+        if criteria:
+            data["criteria"] = criteria
+        super().__init__(**data)
+
+    def check_config(self, mode: Mode) -> None:
+        for part in self.criteria:
+            part.check_config(mode)
+
+    def _listing(self, heading: str) -> str:
+        return heading + "\n" + "\n".join(f"- {c.describe()}" for c in self.criteria)
+
+
+class AllOf(_Combination):
+    """Every part passes. All parts are checked, so the model sees every failure."""
+
+    kind: Literal["all_of"] = "all_of"
+
+    def describe(self) -> str:
+        return self._listing("all of these hold:")
+
+    async def check(self, subject: Subject) -> VerificationResult:
+        parts = tuple([await c.check(subject) for c in self.criteria])
+        return VerificationResult(
+            passed=all(p.passed for p in parts),
+            criterion=self.describe(),
+            output=_summarise(parts),
+            parts=parts,
+        )
+
+
+class AnyOf(_Combination):
+    """At least one part passes; checking stops at the first that does."""
+
+    kind: Literal["any_of"] = "any_of"
+
+    def describe(self) -> str:
+        return self._listing("at least one of these holds:")
+
+    async def check(self, subject: Subject) -> VerificationResult:
+        parts: list[VerificationResult] = []
+        for criterion in self.criteria:
+            parts.append(await criterion.check(subject))
+            if parts[-1].passed:
+                break
+        return VerificationResult(
+            passed=parts[-1].passed,
+            criterion=self.describe(),
+            output=_summarise(tuple(parts)),
+            parts=tuple(parts),
+        )
+
+
+def _summarise(parts: tuple[VerificationResult, ...]) -> str:
+    return "\n\n".join(
+        f"[{'pass' if p.passed else 'FAIL'}] {p.criterion.splitlines()[0]}\n{p.output}".rstrip()
+        for p in parts
+    )
+
+
+Criterion = Annotated[
+    FileContains
+    | FileEquals
+    | WorkspaceFileContains
+    | Command
+    | PythonCompiles
+    | PytestPasses
+    | AllOf
+    | AnyOf,
+    Field(discriminator="kind"),
+]
+"""Any criterion; stored and loaded by its ``kind``."""
+
+AllOf.model_rebuild()
+AnyOf.model_rebuild()
