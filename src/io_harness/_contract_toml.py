@@ -86,8 +86,9 @@ def _criterion(value: Any, folder: Path, path: Path, key: str) -> Any:
         try:
             value["test_src"] = test_file.read_text(encoding="utf-8")
         except OSError as exc:
-            raise ConfigError(f"{path}: {key}.test_file: cannot read {test_file}: "
-                              f"{exc.strerror}") from None
+            raise ConfigError(
+                f"{path}: {key}.test_file: cannot read {test_file}: {exc.strerror}"
+            ) from None
     if isinstance(value.get("criteria"), list):
         value["criteria"] = [
             _criterion(part, folder, path, f"{key}.criteria.{i}")

@@ -130,4 +130,3 @@ class TaskContract(BaseModel):
             raise ConfigError(f"the contract's folder {self.root} does not exist")
         if self.path is not None and self.path.is_dir():
             raise ConfigError(f"the contract's file {self.path} is a folder")
-

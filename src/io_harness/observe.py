@@ -22,8 +22,12 @@ __all__ = [
     "RunStarted",
     "StepFinished",
     "ToolCalled",
+    "Trigger",
     "Verified",
 ]
+
+Trigger = Literal["file_changed", "turn_ended"]
+"""Why the criterion was checked: a file changed, or the model ended its turn."""
 
 
 class _Event(BaseModel):
@@ -70,7 +74,7 @@ class Verified(_Event):
     """The criterion was checked."""
 
     kind: Literal["verified"] = "verified"
-    trigger: Literal["file_changed", "turn_ended"]
+    trigger: Trigger
     passed: bool
     criterion: str
     output: str

@@ -31,9 +31,7 @@ from io_harness.messages import (
 
 __all__ = ["ScriptItem", "ScriptedProvider", "call", "reply"]
 
-Responder = Callable[
-    [CompletionRequest], CompletionResponse | Awaitable[CompletionResponse]
-]
+Responder = Callable[[CompletionRequest], CompletionResponse | Awaitable[CompletionResponse]]
 ScriptItem = CompletionResponse | BaseException | Responder
 """One scripted answer: a response, an exception to raise, or a function of the request."""
 
@@ -146,6 +144,7 @@ def _with_call_ids(response: CompletionResponse, request: CompletionRequest) -> 
     content: list[ContentBlock] = []
     for index, block in enumerate(response.content, start=1):
         if isinstance(block, ToolCall) and not block.id:
-            block = block.model_copy(update={"id": f"call_{turn}_{index}"})
-        content.append(block)
+            content.append(block.model_copy(update={"id": f"call_{turn}_{index}"}))
+        else:
+            content.append(block)
     return response.model_copy(update={"content": tuple(content)})

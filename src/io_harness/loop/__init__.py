@@ -113,7 +113,9 @@ async def resume(
     try:
         contract = TaskContract.model_validate_json(stored.contract_json)
     except ValidationError as exc:
-        raise ResumeError(f"run {run_id!r} holds a contract this version cannot read: {exc}") from None
+        raise ResumeError(
+            f"run {run_id!r} holds a contract this version cannot read: {exc}"
+        ) from None
     contract.check()
     toolbox = _toolbox(contract)
     return await Engine(contract, provider, store, toolbox, stored, observer).drive(resumed=True)

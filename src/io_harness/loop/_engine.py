@@ -37,6 +37,7 @@ from io_harness.observe import (
     RunStarted,
     StepFinished,
     ToolCalled,
+    Trigger,
     Verified,
 )
 from io_harness.providers import Provider
@@ -69,10 +70,10 @@ class _Stop:
 
 
 def backoff_delay(attempt: int, error: ProviderError) -> float:
-    """Seconds to wait before retry ``attempt``: the provider's wish, else exponential with jitter."""
+    """Seconds before retry ``attempt``: the provider's wish, else exponential with jitter."""
     if error.retry_after is not None:
         return max(0.0, error.retry_after)
-    ceiling = min(_BACKOFF_CAP_SECONDS, _BACKOFF_BASE_SECONDS * 2 ** (attempt - 1))
+    ceiling = min(_BACKOFF_CAP_SECONDS, _BACKOFF_BASE_SECONDS * 2.0 ** (attempt - 1))
     return ceiling * random.uniform(0.5, 1.0)
 
 
@@ -209,7 +210,9 @@ class Engine:
         if results:
             record.messages.append(Message(role="tool", content=tuple(results)))
         outcome: RunOutcome | None = None
-        trigger = "file_changed" if changed else "turn_ended" if not results else None
+        trigger: Trigger | None = (
+            "file_changed" if changed else "turn_ended" if not results else None
+        )
         if trigger is not None:
             passed = await self._verify(record, events, trigger)
             if passed:
@@ -229,7 +232,7 @@ class Engine:
         )
         return outcome or self._budget_outcome()
 
-    async def _verify(self, record: StepRecord, events: list[Any], trigger: str) -> bool:
+    async def _verify(self, record: StepRecord, events: list[Any], trigger: Trigger) -> bool:
         deadline = None
         if self.wall_end is not None:
             deadline = time.monotonic() + (self.wall_end - time.time())
@@ -249,7 +252,7 @@ class Engine:
             Verified(
                 run_id=self.run_id,
                 step=record.step,
-                trigger=trigger,  # type: ignore[arg-type]
+                trigger=trigger,
                 passed=result.passed,
                 criterion=result.criterion,
                 output=result.output,
@@ -332,7 +335,9 @@ class Engine:
         return ProviderAttempt(
             attempt=attempt,
             provider=self.provider.name,
-            model=response.model if response is not None and response.model else self.provider.model,
+            model=response.model
+            if response is not None and response.model
+            else self.provider.model,
             started_at=started,
             latency=time.monotonic() - clock,
             usage=response.usage if response is not None else Usage(),

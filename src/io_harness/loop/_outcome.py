@@ -84,5 +84,8 @@ def error_from_json(text: str | None) -> ProviderError | None:
         return None
     data = json.loads(text)
     return ProviderError(
-        data["kind"], data["message"], status=data.get("status"), retry_after=data.get("retry_after")
+        data["kind"],
+        data["message"],
+        status=data.get("status"),
+        retry_after=data.get("retry_after"),
     )

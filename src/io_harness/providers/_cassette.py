@@ -80,9 +80,7 @@ def _first_difference(recorded: Any, actual: Any, where: str = "") -> str | None
             return f"{where}: recorded {len(recorded)} items, got {len(actual)}"
         return None
     if recorded != actual:
-        return (
-            f"{where}: recorded {_clip(recorded)}, got {_clip(actual)}"
-        )
+        return f"{where}: recorded {_clip(recorded)}, got {_clip(actual)}"
     return None
 
 
@@ -197,8 +195,11 @@ class Record:
         self.name = provider.name
         self.model = provider.model
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        header = {"io_harness_cassette": CASSETTE_VERSION, "provider": self.name,
-                  "model": self.model}
+        header = {
+            "io_harness_cassette": CASSETTE_VERSION,
+            "provider": self.name,
+            "model": self.model,
+        }
         self.path.write_text(json.dumps(header) + "\n", encoding="utf-8")
 
     def endpoints(self) -> tuple[str, ...]:
@@ -211,8 +212,9 @@ class Record:
         try:
             response = await self.inner.complete(request)
         except ProviderError as exc:
-            error = _RecordedError(kind=exc.kind, message=exc.message, status=exc.status,
-                                   retry_after=exc.retry_after)
+            error = _RecordedError(
+                kind=exc.kind, message=exc.message, status=exc.status, retry_after=exc.retry_after
+            )
             entry = _Entry(turn=turn, request=request, error=error)
             self._append(entry.model_dump_json(exclude={"response"}))
             raise

@@ -40,9 +40,7 @@ class Store(abc.ABC):
     """
 
     @staticmethod
-    def open(
-        path: str | Path, *, durability: Literal["full", "normal"] = "full"
-    ) -> SqliteStore:
+    def open(path: str | Path, *, durability: Literal["full", "normal"] = "full") -> SqliteStore:
         """A store in the SQLite file at ``path``, created if missing.
 
         ``durability="full"`` (the default) syncs every commit to disk, so a

@@ -7,7 +7,6 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 from io_harness.errors import ConfigError, ResumeError, StorageError
@@ -97,7 +96,9 @@ class SqliteStore(Store):
             try:
                 self._db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise StorageError(f"cannot start a transaction in {self.location}: {exc}") from None
+                raise StorageError(
+                    f"cannot start a transaction in {self.location}: {exc}"
+                ) from None
             try:
                 yield self._db
             except BaseException:
@@ -129,8 +130,16 @@ class SqliteStore(Store):
             db.execute(
                 "INSERT INTO runs (id, goal, contract, system_prompt, tools, provider, model,"
                 " status, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)",
-                (run.id, run.goal, run.contract_json, run.system_prompt, run.tools_json,
-                 run.provider, run.model, run.started_at),
+                (
+                    run.id,
+                    run.goal,
+                    run.contract_json,
+                    run.system_prompt,
+                    run.tools_json,
+                    run.provider,
+                    run.model,
+                    run.started_at,
+                ),
             )
             self._insert_messages(db, run.id, 0, run.messages)
             self._insert_events(db, run.id, 0, run.events)
@@ -155,9 +164,20 @@ class SqliteStore(Store):
                 " reasoning_tokens, finish_reason, error_kind, error_status, error_message)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (run_id, record.step, a.attempt, a.provider, a.model, a.started_at, a.latency,
-                     *_usage_values(a.usage), a.finish_reason, a.error_kind, a.error_status,
-                     a.error_message)
+                    (
+                        run_id,
+                        record.step,
+                        a.attempt,
+                        a.provider,
+                        a.model,
+                        a.started_at,
+                        a.latency,
+                        *_usage_values(a.usage),
+                        a.finish_reason,
+                        a.error_kind,
+                        a.error_status,
+                        a.error_message,
+                    )
                     for a in record.attempts
                 ],
             )
@@ -185,8 +205,17 @@ class SqliteStore(Store):
             "INSERT INTO tool_calls (run_id, step, seq, call_id, name, arguments, result,"
             " is_error, changed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                (run_id, record.step, seq, c.call_id, c.name, c.arguments_json, c.result,
-                 int(c.is_error), json.dumps(list(c.changed)))
+                (
+                    run_id,
+                    record.step,
+                    seq,
+                    c.call_id,
+                    c.name,
+                    c.arguments_json,
+                    c.result,
+                    int(c.is_error),
+                    json.dumps(list(c.changed)),
+                )
                 for seq, c in enumerate(record.tool_calls, start=1)
             ],
         )
@@ -195,12 +224,18 @@ class SqliteStore(Store):
             db.execute(
                 "INSERT INTO verifications (run_id, step, trigger, passed, criterion, output,"
                 " result, duration) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (run_id, record.step, check.trigger, int(check.passed), check.criterion,
-                 check.output, check.result_json, check.duration),
+                (
+                    run_id,
+                    record.step,
+                    check.trigger,
+                    int(check.passed),
+                    check.criterion,
+                    check.output,
+                    check.result_json,
+                    check.duration,
+                ),
             )
-            db.execute(
-                "UPDATE runs SET verification = ? WHERE id = ?", (check.result_json, run_id)
-            )
+            db.execute("UPDATE runs SET verification = ? WHERE id = ?", (check.result_json, run_id))
 
     @staticmethod
     def _insert_messages(
@@ -241,8 +276,13 @@ class SqliteStore(Store):
         db.execute(
             "UPDATE runs SET status = 'finished', outcome = ?, finished_at = ?, error = ?,"
             " verification = coalesce(?, verification) WHERE id = ?",
-            (finish.outcome, finish.finished_at, finish.error_json, finish.verification_json,
-             run_id),
+            (
+                finish.outcome,
+                finish.finished_at,
+                finish.error_json,
+                finish.verification_json,
+                run_id,
+            ),
         )
 
     # -- reading -----------------------------------------------------------------
@@ -262,13 +302,13 @@ class SqliteStore(Store):
 
     def load_run(self, run_id: str) -> StoredRun:
         row = self._run_row(run_id)
-        bodies = self._read(
-            "SELECT body FROM messages WHERE run_id = ? ORDER BY seq", (run_id,)
-        )
+        bodies = self._read("SELECT body FROM messages WHERE run_id = ? ORDER BY seq", (run_id,))
         try:
             messages = [Message.model_validate_json(body) for (body,) in bodies]
         except ValueError as exc:
-            raise StorageError(f"run {run_id!r} holds a message that does not load: {exc}") from None
+            raise StorageError(
+                f"run {run_id!r} holds a message that does not load: {exc}"
+            ) from None
         return StoredRun(
             id=row["id"],
             goal=row["goal"],

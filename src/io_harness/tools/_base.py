@@ -99,7 +99,9 @@ class Toolbox:
         try:
             args = tool.args.model_validate(call.arguments)
         except ValidationError as exc:
-            return ToolOutcome(f"{call.name}: invalid arguments: {describe_validation(exc, top='arguments')}", True)
+            return ToolOutcome(
+                f"{call.name}: invalid arguments: {describe_validation(exc, top='arguments')}", True
+            )
         try:
             return await tool.invoke(args)
         except (ToolFailure, PathRefused) as exc:

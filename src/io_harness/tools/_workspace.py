@@ -32,9 +32,7 @@ class Workspace:
             raise PathRefused("the path is empty or holds a NUL character")
         pure = PurePosixPath(path.replace("\\", "/"))
         if pure.is_absolute() or Path(path).is_absolute():
-            raise PathRefused(
-                f"{path!r} is absolute; give a path relative to the workspace root"
-            )
+            raise PathRefused(f"{path!r} is absolute; give a path relative to the workspace root")
         if ".." in pure.parts:
             raise PathRefused(f"{path!r} contains '..'; paths may not leave the workspace")
         real = (self.root / pure).resolve()

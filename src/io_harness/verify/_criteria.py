@@ -54,7 +54,7 @@ class FileContains(CriterionBase):
     needle: str
 
     def __init__(self, needle: str, **data: Any) -> None:
-        super().__init__(needle=needle, **data)
+        super().__init__(**{"needle": needle}, **data)
 
     def usable_in(self) -> frozenset[Mode]:
         return _SINGLE_FILE
@@ -80,7 +80,7 @@ class FileEquals(CriterionBase):
     text: str
 
     def __init__(self, text: str, **data: Any) -> None:
-        super().__init__(text=text, **data)
+        super().__init__(**{"text": text}, **data)
 
     def usable_in(self) -> frozenset[Mode]:
         return _SINGLE_FILE
@@ -115,7 +115,7 @@ class WorkspaceFileContains(CriterionBase):
     needle: str
 
     def __init__(self, file: str, needle: str, **data: Any) -> None:
-        super().__init__(file=file, needle=needle, **data)
+        super().__init__(**{"file": file, "needle": needle}, **data)
 
     def usable_in(self) -> frozenset[Mode]:
         return _WORKSPACE
@@ -153,7 +153,7 @@ class Command(CriterionBase):
     timeout: float = Field(300.0, gt=0)
 
     def __init__(self, argv: Sequence[str], **data: Any) -> None:
-        super().__init__(argv=tuple(argv), **data)
+        super().__init__(**{"argv": tuple(argv)}, **data)
 
     def describe(self) -> str:
         return f"the command `{shlex.join(self.argv)}` exits with status {self.expect_exit}"
@@ -191,7 +191,7 @@ class PythonCompiles(CriterionBase):
     timeout: float = Field(120.0, gt=0)
 
     def __init__(self, paths: Sequence[str] = (), **data: Any) -> None:
-        super().__init__(paths=tuple(paths), **data)
+        super().__init__(**{"paths": tuple(paths)}, **data)
 
     def describe(self) -> str:
         if self.paths:

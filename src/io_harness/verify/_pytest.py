@@ -100,9 +100,7 @@ def _judge(record: _Record, expected: list[str]) -> tuple[bool, str]:
     if not record.finished:
         return False, "the criterion run ended before pytest finished its session"
     if record.collect_errors:
-        return False, "collecting the criterion tests failed: " + ", ".join(
-            record.collect_errors
-        )
+        return False, "collecting the criterion tests failed: " + ", ".join(record.collect_errors)
     if record.unreadable_lines:
         return False, "the harness's record of the run holds lines it did not write"
     passed_names = {_test_name(n) for n in record.passed}
@@ -133,7 +131,7 @@ class PytestPasses(CriterionBase):
     timeout: float = Field(300.0, gt=0)
 
     def __init__(self, test_src: str, **data: Any) -> None:
-        super().__init__(test_src=test_src, **data)
+        super().__init__(**{"test_src": test_src}, **data)
 
     @classmethod
     def from_file(cls, path: str | Path, **data: Any) -> PytestPasses:
@@ -163,8 +161,15 @@ class PytestPasses(CriterionBase):
             (tests_dir / _TEST_FILE).write_text(self.test_src, encoding="utf-8")
             record_path = Path(scratch, "record.jsonl")
             outcome = await run_process(
-                [sys.executable, "-I", "-B", str(_RUNNER), str(record_path), str(subject.root),
-                 str(tests_dir)],
+                [
+                    sys.executable,
+                    "-I",
+                    "-B",
+                    str(_RUNNER),
+                    str(record_path),
+                    str(subject.root),
+                    str(tests_dir),
+                ],
                 cwd=tests_dir,
                 timeout=subject.timeout(self.timeout),
             )
@@ -172,6 +177,7 @@ class PytestPasses(CriterionBase):
         passed, verdict = _judge(record, expected)
         if outcome.timed_out:
             passed, verdict = False, "the criterion tests were killed at the timeout"
-        output = "\n".join(part for part in (verdict, outcome.stdout.strip(),
-                                               outcome.stderr.strip()) if part)
+        output = "\n".join(
+            part for part in (verdict, outcome.stdout.strip(), outcome.stderr.strip()) if part
+        )
         return VerificationResult(passed=passed, criterion=self.describe(), output=output)

@@ -12,6 +12,7 @@ fails the check.
 import json
 import os
 import sys
+from typing import Any
 
 
 class _Recorder:
@@ -23,28 +24,27 @@ class _Recorder:
         self._handle.flush()
         os.fsync(self._handle.fileno())
 
-    def pytest_collectreport(self, report: object) -> None:
-        if getattr(report, "failed", False):
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed:
             self._write(
                 event="collect_error",
-                nodeid=getattr(report, "nodeid", ""),
-                detail=str(getattr(report, "longrepr", ""))[-4000:],
+                nodeid=report.nodeid,
+                detail=str(report.longrepr)[-4000:],
             )
 
-    def pytest_collection_finish(self, session: object) -> None:
-        items = getattr(session, "items", [])
-        self._write(event="collected", nodeids=[item.nodeid for item in items])
+    def pytest_collection_finish(self, session: Any) -> None:
+        self._write(event="collected", nodeids=[item.nodeid for item in session.items])
 
-    def pytest_runtest_logreport(self, report: object) -> None:
+    def pytest_runtest_logreport(self, report: Any) -> None:
         self._write(
             event="report",
-            nodeid=getattr(report, "nodeid", ""),
-            when=getattr(report, "when", ""),
-            outcome=getattr(report, "outcome", ""),
+            nodeid=report.nodeid,
+            when=report.when,
+            outcome=report.outcome,
         )
 
-    def pytest_sessionfinish(self, session: object, exitstatus: object) -> None:
-        self._write(event="finished", exitstatus=int(exitstatus))  # type: ignore[call-overload]
+    def pytest_sessionfinish(self, session: Any, exitstatus: int) -> None:
+        self._write(event="finished", exitstatus=int(exitstatus))
 
 
 def main() -> int:
