@@ -77,6 +77,7 @@ class Verified(_Event):
     trigger: Trigger
     passed: bool
     criterion: str
+    summary: str
     output: str
 
 

@@ -255,6 +255,7 @@ class Engine:
                 trigger=trigger,
                 passed=result.passed,
                 criterion=result.criterion,
+                summary=result.summary,
                 output=result.output,
             )
         )

@@ -6,5 +6,6 @@ the canonical types to their wire formats in their own modules.
 
 from io_harness.providers._base import Provider
 from io_harness.providers._cassette import CASSETTE_VERSION, Record, Replay
+from io_harness.providers._spec import SPEC_FORMS, provider_from_spec
 
-__all__ = ["CASSETTE_VERSION", "Provider", "Record", "Replay"]
+__all__ = ["CASSETTE_VERSION", "SPEC_FORMS", "Provider", "Record", "Replay", "provider_from_spec"]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from io_harness.errors import ConfigError
 
@@ -45,8 +45,18 @@ class VerificationResult(BaseModel):
     """The sentence the model is shown as its success condition."""
     output: str = ""
     """What the check saw: command output, the difference, the failing tests."""
+    summary: str = ""
+    """The verdict in one line, for reports."""
     parts: tuple[VerificationResult, ...] = ()
     """The verdicts of the parts of an ``AllOf`` or ``AnyOf``."""
+
+    @model_validator(mode="after")
+    def _default_summary(self) -> VerificationResult:
+        if not self.summary:
+            lines = [line for line in self.output.splitlines() if line.strip()]
+            first = lines[0] if lines else ("passed" if self.passed else "failed")
+            object.__setattr__(self, "summary", first[:120])
+        return self
 
 
 class CriterionBase(BaseModel):

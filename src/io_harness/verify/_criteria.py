@@ -37,6 +37,12 @@ def _read_subject_file(path: Path | None) -> str | None:
     return path.read_text(encoding="utf-8", errors="replace")
 
 
+def process_summary(outcome: ProcessOutcome) -> str:
+    """How a command ended and the last line it printed (where test runners summarise)."""
+    lines = [line for line in outcome.stdout.splitlines() if line.strip()]
+    return f"{outcome.summary}: {lines[-1][:100]}" if lines else outcome.summary
+
+
 def process_report(outcome: ProcessOutcome) -> str:
     """A command's ending, stdout and stderr, as the model and the trace see them."""
     parts = [f"$ {shlex.join(outcome.argv)}", f"[{outcome.summary}]"]
@@ -164,7 +170,10 @@ class Command(CriterionBase):
         )
         passed = not outcome.timed_out and outcome.exit_code == self.expect_exit
         return VerificationResult(
-            passed=passed, criterion=self.describe(), output=process_report(outcome)
+            passed=passed,
+            criterion=self.describe(),
+            output=process_report(outcome),
+            summary=process_summary(outcome),
         )
 
 
@@ -221,6 +230,7 @@ class PythonCompiles(CriterionBase):
             passed=outcome.exit_code == 0 and not outcome.timed_out,
             criterion=self.describe(),
             output=outcome.stdout.strip() or process_report(outcome),
+            summary=process_summary(outcome),
         )
 
 
@@ -250,10 +260,12 @@ class AllOf(_Combination):
 
     async def check(self, subject: Subject) -> VerificationResult:
         parts = tuple([await c.check(subject) for c in self.criteria])
+        passing = sum(p.passed for p in parts)
         return VerificationResult(
-            passed=all(p.passed for p in parts),
+            passed=passing == len(parts),
             criterion=self.describe(),
             output=_summarise(parts),
+            summary=f"{passing} of {len(parts)} conditions hold",
             parts=parts,
         )
 
@@ -276,6 +288,7 @@ class AnyOf(_Combination):
             passed=parts[-1].passed,
             criterion=self.describe(),
             output=_summarise(tuple(parts)),
+            summary=parts[-1].summary if parts[-1].passed else "none of the conditions holds",
             parts=tuple(parts),
         )
 

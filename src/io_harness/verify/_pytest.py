@@ -180,4 +180,6 @@ class PytestPasses(CriterionBase):
         output = "\n".join(
             part for part in (verdict, outcome.stdout.strip(), outcome.stderr.strip()) if part
         )
-        return VerificationResult(passed=passed, criterion=self.describe(), output=output)
+        return VerificationResult(
+            passed=passed, criterion=self.describe(), output=output, summary=verdict.splitlines()[0]
+        )

@@ -1,0 +1,27 @@
+"""The bundled demo: a small Python project with failing tests, and a recorded model.
+
+``ioh demo`` copies :data:`PROJECT` and :data:`CONTRACT` into a fresh folder
+and runs the contract with :class:`~io_harness.Replay` over :data:`CASSETTE`,
+the real tools and the real pytest command. ``python -m
+io_harness._demo.record`` writes the cassette again after a change to
+prompts or tool output.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+__all__ = ["CASSETTE", "CONTRACT", "PROJECT", "prepare"]
+
+_HERE = Path(__file__).parent
+PROJECT = _HERE / "project"
+CONTRACT = _HERE / "contract.toml"
+CASSETTE = _HERE / "cassette.jsonl"
+
+
+def prepare(folder: Path) -> Path:
+    """Copy the demo into ``folder`` (which must not exist); return its contract's path."""
+    shutil.copytree(PROJECT, folder / "project", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(CONTRACT, folder / "contract.toml")
+    return folder / "contract.toml"

@@ -1,0 +1,200 @@
+"""How ``ioh`` shows runs: the runs table, one run's trace, and live progress."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.markup import escape
+from rich.status import Status
+from rich.table import Table
+from rich.text import Text
+
+from io_harness.loop import RunResult
+from io_harness.observe import Retrying, RunFinished, RunStarted, StepFinished, ToolCalled, Verified
+from io_harness.store import RunSummary, Trace
+
+__all__ = ["LiveReport", "render_result", "render_runs", "render_trace"]
+
+_SHOWN = 100
+
+
+def _one_line(text: str, limit: int = _SHOWN) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    more = len(text.strip()) > len(first) or len(first) > limit
+    return escape(first[:limit] + (" ..." if more else ""))
+
+
+def _last_line(text: str, limit: int = 70) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return escape(lines[-1][:limit]) if lines else ""
+
+
+def _when(epoch: float | None) -> str:
+    return "-" if epoch is None else time.strftime("%m-%d %H:%M", time.localtime(epoch))
+
+
+def _outcome_style(outcome: str | None) -> str:
+    if outcome is None:
+        return "[yellow]running[/]"
+    colour = "green" if outcome == "success" else "red"
+    return f"[{colour}]{outcome}[/]"
+
+
+def render_runs(runs: list[RunSummary]) -> RenderableType:
+    """The table ``ioh runs`` prints."""
+    if not runs:
+        return Text("no runs in this store yet")
+    table = Table(show_edge=False, header_style="bold", box=None)
+    table.add_column("run", no_wrap=True, min_width=22)
+    table.add_column("outcome", no_wrap=True, min_width=7)
+    table.add_column("steps", no_wrap=True, justify="right", min_width=5)
+    table.add_column("tokens", no_wrap=True, justify="right", min_width=7)
+    table.add_column("started", no_wrap=True, min_width=11)
+    table.add_column("goal", no_wrap=True, overflow="ellipsis", min_width=10)
+    for summary in runs:
+        table.add_row(
+            summary.id,
+            _outcome_style(summary.outcome),
+            str(summary.steps),
+            f"{summary.tokens:,}",
+            _when(summary.started_at),
+            _one_line(summary.goal, 60),
+        )
+    return table
+
+
+def _arguments(raw: str) -> str:
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={json.dumps(v)[:40]}" for k, v in value.items())
+    return str(value)
+
+
+def render_trace(trace: Trace) -> RenderableType:
+    """The report ``ioh show`` prints: each step's calls, checks and draws, then the outcome."""
+    run = trace.run
+    parts: list[RenderableType] = []
+    elapsed = (run.finished_at or time.time()) - run.started_at
+    parts.append(
+        Text.from_markup(
+            f"[bold]{run.id}[/]  {_outcome_style(run.outcome)}  {run.steps} steps  "
+            f"{run.tokens:,} tokens  {elapsed:.1f} s\n"
+            f"goal: {escape(run.goal)}\nprovider: {escape(run.provider)} ({escape(run.model)})"
+        )
+    )
+    by_step: dict[int, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for table in ("steps", "provider_calls", "tool_calls", "verifications"):
+        for row in getattr(trace, table):
+            by_step[row["step"]][table].append(row)
+    texts = dict(_assistant_texts(trace))
+    for step in sorted(by_step):
+        rows = by_step[step]
+        lines = [_step_heading(step, rows)]
+        if texts.get(step):
+            lines.append(f"  [dim]model:[/] {_one_line(texts[step])}")
+        for attempt in rows["provider_calls"]:
+            if attempt["error_kind"]:
+                lines.append(
+                    f"  [red]provider attempt {attempt['attempt']} failed:[/] "
+                    f"{attempt['error_kind']}: {_one_line(attempt['error_message'] or '')}"
+                )
+        for call in rows["tool_calls"]:
+            mark = "[red]error[/]" if call["is_error"] else "[green]ok[/]"
+            lines.append(
+                f"  {mark} {call['name']}({escape(_arguments(call['arguments']))}) "
+                f"-> {_one_line(call['result'], 70)}"
+            )
+        for check in rows["verifications"]:
+            verdict = "[green]PASS[/]" if check["passed"] else "[red]FAIL[/]"
+            trigger = check["trigger"].replace("_", " ")
+            summary = json.loads(check["result"]).get("summary") or _last_line(check["output"])
+            lines.append(f"  check ({trigger}): {verdict} {escape(summary)}")
+        parts.append(Text.from_markup("\n".join(lines)))
+    parts.append(Text.from_markup(f"outcome: {_outcome_style(run.outcome)}"))
+    return Group(*parts)
+
+
+def _assistant_texts(trace: Trace) -> list[tuple[int, str]]:
+    # The n-th assistant message is step n's answer.
+    assistants = [m for m in trace.messages if m.role == "assistant"]
+    return [(n, m.text) for n, m in enumerate(assistants, start=1)]
+
+
+def _step_heading(step: int, rows: dict[str, list[dict[str, Any]]]) -> str:
+    if not rows["steps"]:
+        return f"[bold]after step {step - 1}[/]"
+    row = rows["steps"][0]
+    tokens = row["input_tokens"] + row["output_tokens"]
+    return (
+        f"[bold]step {step}[/]  {tokens:,} tokens  {row['finished_at'] - row['started_at']:.2f} s"
+    )
+
+
+def render_result(result: RunResult, store_hint: str) -> RenderableType:
+    """The closing lines of ``ioh run``, ``ioh resume`` and ``ioh demo``."""
+    lines = [
+        f"outcome: {_outcome_style(result.outcome.value)} after {result.steps} steps, "
+        f"{result.usage.total_tokens:,} tokens"
+    ]
+    if result.verification is not None:
+        verdict = "verified" if result.verification.passed else "not verified"
+        criterion = escape(result.verification.criterion.splitlines()[0])
+        lines.append(f"{verdict}: {criterion}")
+    if result.error is not None:
+        lines.append(f"[red]provider error:[/] {escape(str(result.error))}")
+    lines.append(f"trace: ioh show {result.run_id}{store_hint}")
+    return Text.from_markup("\n".join(lines))
+
+
+class LiveReport:
+    """An observer that prints each committed step and keeps a status line while one works.
+
+    A step's events arrive together after its commit; the report prints them
+    as one block, the model's words first.
+    """
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.status: Status | None = None
+        self._lines: list[str] = []
+
+    def _status(self, text: str) -> None:
+        if self.status is not None:
+            self.status.update(text)
+
+    def __call__(self, event: Any) -> None:
+        if isinstance(event, RunStarted):
+            verb = "resumed" if event.resumed else "started"
+            self.console.print(
+                f"run {event.run_id} {verb} with {escape(event.provider)} ({escape(event.model)})"
+            )
+            self._status(f"step {event.step + 1}: waiting for the model")
+        elif isinstance(event, Retrying):
+            self.console.print(
+                f"  [yellow]provider {event.error_kind}, retry {event.attempt - 1} "
+                f"in {event.delay:.1f} s[/]"
+            )
+        elif isinstance(event, ToolCalled):
+            mark = "[red]error[/]" if event.is_error else "[green]ok[/]"
+            self._lines.append(f"  {mark} {event.name} -> {_one_line(event.result, 70)}")
+        elif isinstance(event, Verified):
+            verdict = "[green]PASS[/]" if event.passed else "[red]FAIL[/]"
+            self._lines.append(f"  check: {verdict} {escape(event.summary)}")
+        elif isinstance(event, StepFinished):
+            lines = [
+                f"[bold]step {event.step}[/]  {event.total_usage.total_tokens:,} tokens so far"
+            ]
+            if event.text:
+                lines.append(f"  [dim]model:[/] {_one_line(event.text, 90)}")
+            self.console.print("\n".join(lines + self._lines))
+            self._lines = []
+            self._status(f"step {event.step + 1}: waiting for the model")
+        elif isinstance(event, RunFinished):
+            self._status("finished")
