@@ -137,8 +137,8 @@ class ScriptedProvider:
 
 
 def _with_call_ids(response: CompletionResponse, request: CompletionRequest) -> CompletionResponse:
-    if all(block.id for block in response.tool_calls):
-        return response
+    if not isinstance(response, CompletionResponse) or all(b.id for b in response.tool_calls):
+        return response  # garbage passes through: the harness must be the one to refuse it
     # The conversation grows every turn, so its length tells turns apart in O(1).
     turn = len(request.messages)
     content: list[ContentBlock] = []

@@ -150,8 +150,7 @@ class SqliteStore(Store):
             if row is None:
                 raise StorageError(f"run {run_id!r} is not in the store")
             steps, status = row
-            expected = record.step - 1 if record.counts_as_step else record.step
-            if steps != expected or status != "running":
+            if steps != record.step - 1 or status != "running":
                 raise StorageError(
                     f"run {run_id!r} was advanced by another writer (it is at step {steps}, "
                     f"{status}); this writer's step {record.step} was not written"
