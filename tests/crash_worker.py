@@ -1,0 +1,90 @@
+"""A child process for the crash tests: runs (or resumes) a scripted run, or dies trying.
+
+Usage: python crash_worker.py DB ROOT {run,resume} RUN_ID KILL_STEP KILL_AT
+
+KILL_AT says where the process SIGKILLs itself at step KILL_STEP: ``call``
+(while the model call is in flight, before the step commits), ``observer``
+(just after the step committed) or ``never`` (the parent kills it from
+outside). The answers are a pure function of the conversation, so a new
+process resuming the run gets the same answers the dead one would have.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from io_harness import (
+    Budget,
+    CompletionRequest,
+    CompletionResponse,
+    Store,
+    TaskContract,
+    Usage,
+    WorkspaceFileContains,
+    resume_sync,
+    run_sync,
+)
+from io_harness.testing import ScriptedProvider, call, reply
+
+STEPS = 8
+
+
+def contract(root: Path) -> TaskContract:
+    return TaskContract.workspace(
+        "write the notes, then done.txt",
+        root,
+        WorkspaceFileContains("done.txt", "done"),
+        budget=Budget(max_steps=STEPS + 5),
+    )
+
+
+def answer(turn: int) -> CompletionResponse:
+    usage = Usage(input_tokens=100 + 10 * turn, output_tokens=7 + turn)
+    if turn < STEPS - 1:
+        note = call("write_file", path=f"notes/{turn}.txt", content=f"note {turn}\n")
+        return reply(f"writing note {turn}", [note], usage)
+    return reply("finishing", [call("write_file", path="done.txt", content="done\n")], usage)
+
+
+def provider(kill_step: int, kill_at: str) -> ScriptedProvider:
+    def respond(request: CompletionRequest) -> CompletionResponse:
+        turn = sum(m.role == "assistant" for m in request.messages)
+        if kill_at == "call" and turn + 1 == kill_step:
+            os.kill(os.getpid(), signal.SIGKILL)
+        if kill_at == "never":
+            time.sleep(0.005)  # leaves the parent's kill time to land mid-step
+        return answer(turn)
+
+    return ScriptedProvider(respond)
+
+
+def main() -> None:
+    db, root, mode, run_id, kill_step, kill_at = sys.argv[1:7]
+    store = Store.open(db)
+
+    def observer(event: object) -> None:
+        if (
+            kill_at == "observer"
+            and getattr(event, "kind", "") == "step_finished"
+            and getattr(event, "step", 0) == int(kill_step)
+        ):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    scripted = provider(int(kill_step), kill_at)
+    if mode == "run":
+        result = run_sync(
+            contract(Path(root)), scripted, store=store, run_id=run_id, observer=observer
+        )
+    else:
+        result = resume_sync(run_id, scripted, store=store)
+    print(json.dumps({"outcome": result.outcome.value, "steps": result.steps,
+                      "tokens": result.usage.total_tokens}))
+
+
+if __name__ == "__main__":
+    main()
