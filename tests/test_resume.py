@@ -1,0 +1,148 @@
+"""Resume: the same conversation, no repeated step, tokens and wall time carried over."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from io_harness import (
+    Budget,
+    CompletionRequest,
+    CompletionResponse,
+    ResumeError,
+    RunOutcome,
+    Store,
+    TaskContract,
+    Usage,
+    WorkspaceFileContains,
+    resume,
+    run,
+)
+from io_harness.testing import ScriptedProvider, call, reply
+
+
+class ProcessDied(BaseException):
+    """Stands for the process ending mid-step: nothing of the step is committed."""
+
+
+def contract(root: Path, **budget: object) -> TaskContract:
+    return TaskContract.workspace(
+        "fix add",
+        root,
+        WorkspaceFileContains("pkg/calc.py", "a + b"),
+        budget=Budget(**budget),  # type: ignore[arg-type]
+    )
+
+
+USAGE = Usage(input_tokens=50, output_tokens=5)
+READ = reply(calls=[call("read_file", path="pkg/calc.py")], usage=USAGE)
+FIX = reply(
+    calls=[call("edit_file", path="pkg/calc.py", search="a - b", replace="a + b")], usage=USAGE
+)
+
+
+async def interrupted_run(root: Path, store: Store, **budget: object) -> str:
+    """A run with two committed steps whose third step dies."""
+    provider = ScriptedProvider([READ, READ, ProcessDied()])
+    with pytest.raises(ProcessDied):
+        await run(contract(root, **budget), provider, store=store, run_id="r1")
+    return "r1"
+
+
+async def test_resume_continues_the_same_conversation_without_repeating_steps(
+    project: Path, store: Store
+) -> None:
+    run_id = await interrupted_run(project, store)
+    assert store.runs()[0].status == "running"
+    stored_conversation = store.trace(run_id).messages
+
+    provider = ScriptedProvider([FIX])
+    result = await resume(run_id, provider, store=store)
+
+    assert result.outcome is RunOutcome.SUCCESS
+    assert result.steps == 3
+    assert result.usage.total_tokens == 3 * USAGE.total_tokens
+    assert provider.requests[0].messages == stored_conversation
+    events = store.trace(run_id).events
+    assert [e["kind"] for e in events if e["kind"] == "run_started"] == ["run_started"] * 2
+
+
+async def test_resume_counts_wall_time_from_the_start_downtime_included(
+    project: Path, store: Store
+) -> None:
+    run_id = await interrupted_run(project, store, max_wall_seconds=0.3)
+    time.sleep(0.35)
+    provider = ScriptedProvider([FIX])
+
+    result = await resume(run_id, provider, store=store)
+
+    assert result.outcome is RunOutcome.TIME_BUDGET_EXCEEDED
+    assert provider.requests == []
+
+
+async def test_resume_counts_the_tokens_already_spent(project: Path, store: Store) -> None:
+    run_id = await interrupted_run(project, store, max_tokens=2 * USAGE.total_tokens + 1)
+    provider = ScriptedProvider([READ, READ])
+
+    result = await resume(run_id, provider, store=store)
+
+    assert result.outcome is RunOutcome.TOKEN_BUDGET_EXCEEDED
+    assert (result.steps, result.usage.total_tokens) == (3, 3 * USAGE.total_tokens)
+    assert len(provider.requests) == 1
+
+
+async def test_resuming_a_finished_run_returns_its_result_unchanged(
+    project: Path, store: Store
+) -> None:
+    finished = await run(contract(project), ScriptedProvider([FIX]), store=store)
+    provider = ScriptedProvider([])
+
+    again = await resume(finished.run_id, provider, store=store)
+
+    assert again == finished
+    assert provider.requests == []
+
+
+async def test_resuming_an_unknown_run_is_a_resume_error(store: Store) -> None:
+    with pytest.raises(ResumeError, match="no run 'ghost'"):
+        await resume("ghost", ScriptedProvider([]), store=store)
+
+
+async def test_a_resumed_provider_failure_keeps_its_typed_error(
+    project: Path, store: Store
+) -> None:
+    from io_harness import ProviderError
+
+    failing = ScriptedProvider([ProviderError("auth", "revoked key", status=403)])
+    result = await run(contract(project), failing, store=store)
+
+    again = await resume(result.run_id, ScriptedProvider([]), store=store)
+
+    assert again.outcome is RunOutcome.PROVIDER_FAILED
+    assert again.error is not None
+    assert (again.error.kind, again.error.status, again.error.message) == (
+        "auth",
+        403,
+        "revoked key",
+    )
+
+
+async def test_running_and_resuming_answer_from_the_same_stored_state(
+    project: Path, store: Store
+) -> None:
+    def answer(request: CompletionRequest) -> CompletionResponse:
+        turn = sum(m.role == "assistant" for m in request.messages)
+        return READ if turn < 2 else FIX
+
+    straight = await run(contract(project), ScriptedProvider(answer), store=Store.memory())
+    (project / "pkg" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    run_id = await interrupted_run(project, store)
+    resumed = await resume(run_id, ScriptedProvider(answer), store=store)
+
+    assert (resumed.outcome, resumed.steps, resumed.usage) == (
+        straight.outcome,
+        straight.steps,
+        straight.usage,
+    )

@@ -1,0 +1,135 @@
+"""The SQLite store: schema version, corrupt and foreign files, listing, concurrent readers."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from io_harness import (
+    Budget,
+    ResumeError,
+    RunOutcome,
+    StorageError,
+    Store,
+    TaskContract,
+    WorkspaceFileContains,
+    run,
+)
+from io_harness.store._records import StepRecord
+from io_harness.testing import ScriptedProvider, call, reply
+
+
+def contract(root: Path, steps: int = 3) -> TaskContract:
+    return TaskContract.workspace(
+        "look around",
+        root,
+        WorkspaceFileContains("never.txt", "x"),
+        budget=Budget(max_steps=steps),
+    )
+
+
+def listing() -> ScriptedProvider:
+    return ScriptedProvider(lambda request: reply(calls=[call("list_dir")]))
+
+
+def test_a_new_store_records_its_schema_version(tmp_path: Path) -> None:
+    Store.open(tmp_path / "runs.db").close()
+
+    with contextlib.closing(sqlite3.connect(tmp_path / "runs.db")) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (1,)
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_a_store_written_by_a_newer_version_is_a_resume_error(tmp_path: Path) -> None:
+    Store.open(tmp_path / "runs.db").close()
+    with contextlib.closing(sqlite3.connect(tmp_path / "runs.db")) as db:
+        db.execute("PRAGMA user_version = 99")
+
+    with pytest.raises(ResumeError, match="format 99, newer"):
+        Store.open(tmp_path / "runs.db")
+
+
+def test_a_corrupt_store_is_a_storage_error(tmp_path: Path) -> None:
+    (tmp_path / "runs.db").write_bytes(b"this is not a database" * 100)
+
+    with pytest.raises(StorageError, match="not a readable io-harness store"):
+        Store.open(tmp_path / "runs.db")
+
+
+def test_an_sqlite_file_of_another_program_is_refused(tmp_path: Path) -> None:
+    with contextlib.closing(sqlite3.connect(tmp_path / "other.db")) as db:
+        db.execute("CREATE TABLE accounts (id INTEGER)")
+
+    with pytest.raises(StorageError, match="not an io-harness store"):
+        Store.open(tmp_path / "other.db")
+
+
+async def test_runs_are_listed_newest_first_with_their_totals(project: Path, store: Store) -> None:
+    first = await run(contract(project, 1), listing(), store=store, run_id="first")
+    second = await run(contract(project, 2), listing(), store=store, run_id="second")
+
+    runs = store.runs()
+
+    assert [r.id for r in runs] == ["second", "first"]
+    assert runs[0].steps == second.steps == 2
+    assert runs[1].outcome == first.outcome.value == "step_cap_reached"
+    assert runs[0].status == "finished" and runs[0].finished_at is not None
+    assert runs[0].goal == "look around"
+    assert [r.id for r in store.runs(limit=1)] == ["second"]
+
+
+async def test_another_connection_reads_a_run_while_it_is_being_written(
+    project: Path, tmp_path: Path
+) -> None:
+    writer = Store.open(tmp_path / "shared.db")
+    reader = Store.open(tmp_path / "shared.db")
+    seen: list[int] = []
+
+    def observe(event: object) -> None:
+        if getattr(event, "kind", "") == "step_finished":
+            seen.append(reader.runs()[0].steps)
+
+    result = await run(contract(project, 4), listing(), store=writer, observer=observe)
+
+    assert seen == [1, 2, 3, 4]
+    assert reader.trace(result.run_id).run.steps == 4
+    writer.close()
+    reader.close()
+
+
+async def test_a_second_writer_cannot_commit_a_step_the_run_already_has(
+    project: Path, store: Store
+) -> None:
+    result = await run(contract(project, 1), listing(), store=store)
+
+    with pytest.raises(StorageError, match="advanced by another writer"):
+        store.commit_step(result.run_id, StepRecord(step=1, started_at=0.0))
+
+
+async def test_the_trace_holds_every_prompt_response_call_and_draw(
+    project: Path, store: Store
+) -> None:
+    result = await run(contract(project, 2), listing(), store=store)
+
+    trace = store.trace(result.run_id)
+
+    assert [m.role for m in trace.messages] == ["user", "assistant", "tool", "assistant", "tool"]
+    assert [c["name"] for c in trace.tool_calls] == ["list_dir", "list_dir"]
+    assert len(trace.provider_calls) == 2 and trace.provider_calls[0]["provider"] == "scripted"
+    assert [s["step"] for s in trace.steps] == [1, 2]
+    assert trace.events[-1]["kind"] == "run_finished"
+    assert trace.run.outcome == RunOutcome.STEP_CAP_REACHED.value
+
+
+def test_an_unknown_run_in_the_trace_is_a_resume_error(store: Store) -> None:
+    with pytest.raises(ResumeError, match="no run 'missing'"):
+        store.trace("missing")
+
+
+async def test_normal_durability_stores_the_same_run(project: Path, tmp_path: Path) -> None:
+    with Store.open(tmp_path / "fast.db", durability="normal") as fast:
+        result = await run(contract(project, 2), listing(), store=fast)
+        assert fast.runs()[0].steps == result.steps == 2
