@@ -82,8 +82,15 @@ def main() -> None:
         )
     else:
         result = resume_sync(run_id, scripted, store=store)
-    print(json.dumps({"outcome": result.outcome.value, "steps": result.steps,
-                      "tokens": result.usage.total_tokens}))
+    print(
+        json.dumps(
+            {
+                "outcome": result.outcome.value,
+                "steps": result.steps,
+                "tokens": result.usage.total_tokens,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

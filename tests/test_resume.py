@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -73,7 +73,7 @@ async def test_resume_counts_wall_time_from_the_start_downtime_included(
     project: Path, store: Store
 ) -> None:
     run_id = await interrupted_run(project, store, max_wall_seconds=0.3)
-    time.sleep(0.35)
+    await asyncio.sleep(0.35)
     provider = ScriptedProvider([FIX])
 
     result = await resume(run_id, provider, store=store)
@@ -146,3 +146,17 @@ async def test_running_and_resuming_answer_from_the_same_stored_state(
         straight.steps,
         straight.usage,
     )
+
+
+async def test_the_first_resumed_step_checks_a_change_whose_step_never_committed(
+    project: Path, store: Store
+) -> None:
+    run_id = await interrupted_run(project, store)
+    # The dead process had applied the fix before it could commit the step.
+    (project / "pkg" / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    provider = ScriptedProvider([FIX])  # the replayed edit now finds nothing to change
+
+    result = await resume(run_id, provider, store=store)
+
+    assert result.outcome is RunOutcome.SUCCESS
+    assert store.trace(run_id).verifications[-1]["trigger"] == "resumed"

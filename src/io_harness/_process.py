@@ -13,10 +13,13 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, TypeVar
 
 __all__ = ["OUTPUT_CAP_BYTES", "ProcessOutcome", "run_process"]
 
@@ -24,6 +27,7 @@ OUTPUT_CAP_BYTES = 1 << 20
 """Bytes kept per stream: the first and last halves; what lies between is counted."""
 
 _DRAIN_SECONDS = 2.0
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,16 +87,44 @@ class _CappedBuffer:
         return head + tail
 
 
-async def _pump(stream: asyncio.StreamReader | None, sink: _CappedBuffer) -> None:
-    if stream is None:
-        return
-    while chunk := await stream.read(65536):
-        sink.feed(chunk)
+def _drain(stream: IO[bytes], sink: _CappedBuffer) -> None:
+    # Owns the stream: a grandchild may hold the pipe open past the call's return.
+    try:
+        while chunk := os.read(stream.fileno(), 65536):
+            sink.feed(chunk)
+    finally:
+        stream.close()
 
 
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+async def _in_thread(function: Callable[[], T]) -> T:
+    """Run a blocking call on its own thread, so long waits never starve the shared pool."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def target() -> None:
+        try:
+            result = function()
+        except BaseException as exc:
+            loop.call_soon_threadsafe(_settle, future, None, exc)
+        else:
+            loop.call_soon_threadsafe(_settle, future, result, None)
+
+    threading.Thread(target=target, daemon=True).start()
+    return await future
+
+
+def _settle(future: asyncio.Future[T], result: T | None, exc: BaseException | None) -> None:
+    if future.cancelled():
+        return
+    if exc is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(result)  # type: ignore[arg-type]
 
 
 async def run_process(
@@ -106,18 +138,20 @@ async def run_process(
     """Run ``argv`` in ``cwd`` and wait at most ``timeout`` seconds.
 
     The child gets no stdin. Its stdout and stderr are captured, each kept to
-    ``output_cap`` bytes with the cut stated in the text.
+    ``output_cap`` bytes with the cut stated in the text. When the call is
+    cancelled, the group is killed before the cancellation goes on.
     """
     argv = tuple(argv)
     started = time.monotonic()
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
+        # Spawning is quick; the waits that follow run on threads, off the event loop.
+        proc = subprocess.Popen(  # noqa: ASYNC220
+            argv,
             cwd=cwd,
             env=dict(env) if env is not None else None,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             start_new_session=True,
         )
     except OSError as exc:
@@ -132,25 +166,35 @@ async def run_process(
             spawn_error=f"{argv[0]}: {exc.strerror or exc}",
         )
     out, err = _CappedBuffer(output_cap), _CappedBuffer(output_cap)
-    pumps = asyncio.gather(_pump(proc.stdout, out), _pump(proc.stderr, err))
+    assert proc.stdout is not None and proc.stderr is not None
+    drains = [
+        threading.Thread(target=_drain, args=(proc.stdout, out), daemon=True),
+        threading.Thread(target=_drain, args=(proc.stderr, err), daemon=True),
+    ]
+    for drain in drains:
+        drain.start()
     timed_out = False
     try:
-        await asyncio.wait_for(proc.wait(), timeout=max(timeout, 0.0))
-    except TimeoutError:
+        await _in_thread(lambda: proc.wait(max(timeout, 0.0)))
+    except subprocess.TimeoutExpired:
         timed_out = True
     finally:
         # The group outlives its leader when the leader leaves children behind;
         # killing it also closes the pipes those children hold.
         _kill_group(proc.pid)
-        if proc.returncode is None:
-            await proc.wait()
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(pumps, timeout=_DRAIN_SECONDS)
+        proc.wait()
+    deadline = time.monotonic() + _DRAIN_SECONDS
+
+    def join_drains() -> None:
+        for drain in drains:
+            drain.join(max(0.0, deadline - time.monotonic()))
+
+    await _in_thread(join_drains)
     code = proc.returncode
     return ProcessOutcome(
         argv=argv,
-        exit_code=code if code is not None and code >= 0 else None,
-        signal=-code if code is not None and code < 0 else None,
+        exit_code=code if code >= 0 else None,
+        signal=-code if code < 0 else None,
         timed_out=timed_out,
         stdout=out.text(),
         stderr=err.text(),

@@ -26,8 +26,9 @@ __all__ = [
     "Verified",
 ]
 
-Trigger = Literal["file_changed", "turn_ended"]
-"""Why the criterion was checked: a file changed, or the model ended its turn."""
+Trigger = Literal["file_changed", "turn_ended", "resumed"]
+"""Why the criterion was checked: a file changed, the model ended its turn, or the
+first step after a resume (a crash may have cut off a write's check)."""
 
 
 class _Event(BaseModel):

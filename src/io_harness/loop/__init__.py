@@ -26,6 +26,7 @@ from io_harness.providers import Provider
 from io_harness.store import Store
 from io_harness.store._records import NewRun
 from io_harness.tools import Toolbox, Workspace, single_file_tools, workspace_tools
+from io_harness.tools._text import remove_partial_writes
 
 __all__ = ["RunOutcome", "RunResult", "resume", "resume_sync", "run", "run_sync"]
 
@@ -38,10 +39,14 @@ def new_run_id() -> str:
 
 
 def _toolbox(contract: TaskContract) -> Toolbox:
+    """The run's tools, after removing what writes cut short by a crash left behind."""
     if contract.mode == "file":
         assert contract.path is not None
+        remove_partial_writes(contract.root.glob(f".{contract.path.name}.*"))
         return Toolbox(single_file_tools(contract.path))
-    return Toolbox(workspace_tools(Workspace(contract.root)))
+    workspace = Workspace(contract.root)
+    remove_partial_writes(workspace.walk())
+    return Toolbox(workspace_tools(workspace))
 
 
 def _check_provider(provider: object) -> None:

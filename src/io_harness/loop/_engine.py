@@ -117,6 +117,9 @@ class Engine:
 
     async def drive(self, *, resumed: bool) -> RunResult:
         """Take steps until an outcome; every step is committed before the next begins."""
+        # A process that died between a write and its step's commit left a change
+        # that was never checked: the first step of a resumed run checks regardless.
+        self.check_pending = resumed
         started = RunStarted(
             run_id=self.run_id,
             step=self.steps,
@@ -210,10 +213,15 @@ class Engine:
         if results:
             record.messages.append(Message(role="tool", content=tuple(results)))
         outcome: RunOutcome | None = None
-        trigger: Trigger | None = (
-            "file_changed" if changed else "turn_ended" if not results else None
-        )
+        trigger: Trigger | None = None
+        if changed:
+            trigger = "file_changed"
+        elif not results:
+            trigger = "turn_ended"
+        elif self.check_pending:
+            trigger = "resumed"
         if trigger is not None:
+            self.check_pending = False
             passed = await self._verify(record, events, trigger)
             if passed:
                 outcome = RunOutcome.SUCCESS

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
 from io_harness.tools._base import ToolFailure
 
 __all__ = [
+    "PARTIAL_SUFFIX",
     "READ_CEILING_BYTES",
     "WriteVerb",
     "check_text_file",
     "number_lines",
     "read_text",
+    "remove_partial_writes",
     "write_text",
 ]
 
@@ -79,6 +82,19 @@ def number_lines(lines: list[str], first: int) -> str:
 
 WriteVerb = Literal["created", "changed", "unchanged"]
 
+PARTIAL_SUFFIX = ".ioh-tmp"
+"""Suffix of the temporary file a write renames into place; one left behind is a crash's."""
+
+
+def remove_partial_writes(files: Iterable[Path]) -> list[Path]:
+    """Delete the temporary files of writes a crash interrupted; return what was removed."""
+    removed = []
+    for path in files:
+        if path.name.startswith(".") and path.name.endswith(PARTIAL_SUFFIX):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
 
 def write_text(path: Path, content: str, shown_as: str) -> WriteVerb:
     """Write atomically, creating parents; say whether the file was created, changed or not."""
@@ -90,7 +106,7 @@ def write_text(path: Path, content: str, shown_as: str) -> WriteVerb:
         return "unchanged"
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o7777 if existed else 0o644
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".ioh-tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=PARTIAL_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
