@@ -1,0 +1,143 @@
+"""Task contracts: the two modes, TOML files, and errors that name the key."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from io_harness import (
+    AllOf,
+    Budget,
+    Command,
+    ConfigError,
+    FileContains,
+    PytestPasses,
+    TaskContract,
+)
+
+
+def toml(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_a_workspace_contract_from_toml_resolves_paths_against_its_folder(tmp_path: Path) -> None:
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "checks" / "test_it.py").write_text("def test_x():\n    assert True\n")
+    path = toml(
+        tmp_path / "contract.toml",
+        """
+        goal = "make it pass"
+        root = "repo"
+        constraints = ["keep the API"]
+
+        [verify]
+        kind = "all_of"
+
+        [[verify.criteria]]
+        kind = "command"
+        argv = ["python", "-m", "pytest"]
+        timeout = 60
+
+        [[verify.criteria]]
+        kind = "pytest"
+        test_file = "checks/test_it.py"
+
+        [budget]
+        max_steps = 12
+        max_tokens = 50000
+        """,
+    )
+
+    contract = TaskContract.from_toml(path)
+
+    assert contract == TaskContract.workspace(
+        "make it pass",
+        tmp_path / "repo",
+        AllOf(
+            Command(["python", "-m", "pytest"], timeout=60),
+            PytestPasses("def test_x():\n    assert True\n"),
+        ),
+        constraints=["keep the API"],
+        budget=Budget(max_steps=12, max_tokens=50000),
+    )
+
+
+def test_a_single_file_contract_from_toml(tmp_path: Path) -> None:
+    path = toml(
+        tmp_path / "c.toml",
+        """
+        goal = "greet"
+        file = "out/hello.txt"
+        verify = { kind = "file_contains", needle = "hello" }
+        """,
+    )
+
+    contract = TaskContract.from_toml(path)
+
+    assert contract.mode == "file"
+    assert contract.path == tmp_path / "out" / "hello.txt"
+    assert contract.root == tmp_path / "out"
+    assert contract.verify == FileContains("hello")
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            'goal = "x"\nroot = "."\nverify = { kind = "command", argv = [] }\n',
+            "verify.command.argv: Tuple should have at least 1 item",
+        ),
+        (
+            'goal = "x"\nroot = "."\nverify = { kind = "command", argv = ["true"] }\n'
+            "[budget]\nmax_steps = 'many'\n",
+            "budget.max_steps: Input should be a valid integer",
+        ),
+        (
+            'goal = "x"\nroot = "."\nverify = { kind = "command", argv = ["true"] }\n'
+            "[budget]\nmax_step = 3\n",
+            "budget.max_step: Extra inputs are not permitted",
+        ),
+        ('goal = "x"\nroot = "."\nverify = { kind = "magic" }\n', "verify: Input tag 'magic'"),
+        ('goal = "x"\nroot = "."\n', "verify: missing"),
+        (
+            'goal = "x"\nroot = "."\nfile = "a"\nverify = { kind = "file_contains", needle = "a" }\n',
+            "exactly one of 'root'",
+        ),
+        ('goal = "x"\nroot = "."\ncolour = "red"\n', "unknown key 'colour'"),
+        (
+            'goal = "x"\nroot = "."\nverify = { kind = "file_contains", needle = "a" }\n',
+            "FileContains is a single-file criterion",
+        ),
+        (
+            'goal = "x"\nroot = "."\nverify = { kind = "pytest", test_file = "nope.py" }\n',
+            "verify.test_file: cannot read",
+        ),
+        ('goal = \nroot = "."\n', "not valid TOML"),
+        (
+            'goal = ""\nroot = "."\nverify = { kind = "command", argv = ["true"] }\n',
+            "goal: String should have at least 1 character",
+        ),
+    ],
+)
+def test_a_bad_contract_file_is_a_config_error_naming_the_key(
+    tmp_path: Path, body: str, message: str
+) -> None:
+    path = toml(tmp_path / "bad.toml", body)
+
+    with pytest.raises(ConfigError, match="bad.toml") as raised:
+        TaskContract.from_toml(path)
+    assert message in str(raised.value)
+
+
+def test_a_missing_contract_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read the contract"):
+        TaskContract.from_toml(tmp_path / "absent.toml")
+
+
+def test_a_bad_budget_in_python_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="goal"):
+        TaskContract.workspace("", tmp_path, Command(["true"]))
