@@ -104,7 +104,8 @@ def test_a_single_file_contract_from_toml(tmp_path: Path) -> None:
         ('goal = "x"\nroot = "."\nverify = { kind = "magic" }\n', "verify: Input tag 'magic'"),
         ('goal = "x"\nroot = "."\n', "verify: missing"),
         (
-            'goal = "x"\nroot = "."\nfile = "a"\nverify = { kind = "file_contains", needle = "a" }\n',
+            'goal = "x"\nroot = "."\nfile = "a"\n'
+            'verify = { kind = "file_contains", needle = "a" }\n',
             "exactly one of 'root'",
         ),
         ('goal = "x"\nroot = "."\ncolour = "red"\n', "unknown key 'colour'"),
@@ -128,7 +129,7 @@ def test_a_bad_contract_file_is_a_config_error_naming_the_key(
 ) -> None:
     path = toml(tmp_path / "bad.toml", body)
 
-    with pytest.raises(ConfigError, match="bad.toml") as raised:
+    with pytest.raises(ConfigError, match=r"bad\.toml") as raised:
         TaskContract.from_toml(path)
     assert message in str(raised.value)
 
