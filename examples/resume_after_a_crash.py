@@ -55,7 +55,6 @@ with tempfile.TemporaryDirectory() as scratch:
 
     assert result.outcome is RunOutcome.SUCCESS
     assert result.steps == 3 and result.usage.total_tokens == 3 * USAGE.total_tokens
-    print(
-        f"resumed to {result.outcome.value}: {result.steps} steps, {result.usage.total_tokens} tokens"
-    )
+    tokens = result.usage.total_tokens
+    print(f"resumed to {result.outcome.value}: {result.steps} steps, {tokens} tokens")
     store.close()
