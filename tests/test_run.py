@@ -347,3 +347,13 @@ async def test_an_observer_that_raises_does_not_end_the_run(project: Path) -> No
         result = await run(workspace_contract(project), provider, observer=broken)
 
     assert result.outcome is RunOutcome.SUCCESS
+
+
+async def test_a_provider_that_raises_its_own_timeout_is_a_typed_timeout(project: Path) -> None:
+    provider = ScriptedProvider([TimeoutError("read timed out")] * 3)
+
+    result = await run(workspace_contract(project, max_retries=0), provider)
+
+    assert result.outcome is RunOutcome.PROVIDER_FAILED
+    assert result.error is not None and result.error.kind == "timeout"
+    assert "read timed out" in result.error.message

@@ -199,7 +199,10 @@ async def test_a_file_over_the_ceiling_can_still_be_read_in_parts(project: Path)
     middle = await use(box, "read_file", path="log.txt", offset=1500, limit=1)
     tail = await use(box, "read_file", path="log.txt", offset=3000)
 
-    assert head.content.splitlines()[:2] == ["[log.txt: lines 1-2 of 3000]", "     1\t" + lines[0][:-1]]
+    assert head.content.splitlines()[:2] == [
+        "[log.txt: lines 1-2 of 3000]",
+        "     1\t" + lines[0][:-1],
+    ]
     assert middle.content == f"[log.txt: lines 1500-1500 of 3000]\n  1500\t{lines[1499]}"
     assert tail.content == f"[log.txt: lines 3000-3000 of 3000]\n  3000\t{lines[2999]}"
 
@@ -814,9 +817,7 @@ async def test_a_dangling_symlink_pointing_outside_cannot_create_a_file_there(
     assert not (outside / "planted.txt").exists()
 
 
-async def test_walks_never_follow_a_symlink_out_of_the_root(
-    project: Path, outside: Path
-) -> None:
+async def test_walks_never_follow_a_symlink_out_of_the_root(project: Path, outside: Path) -> None:
     box = toolbox_for(project)
 
     grepped = await use(box, "grep", pattern="secret")
@@ -942,7 +943,8 @@ async def test_an_unknown_tool_is_an_error_listing_the_tools(box: Toolbox) -> No
 
     assert done.is_error
     assert done.content == (
-        "unknown tool 'rm_rf'; the tools are: read_file, write_file, edit_file, grep, find, list_dir"
+        "unknown tool 'rm_rf'; the tools are: "
+        "read_file, write_file, edit_file, grep, find, list_dir"
     )
 
 

@@ -61,6 +61,10 @@ _BACKOFF_BASE_SECONDS = 1.0
 _BACKOFF_CAP_SECONDS = 30.0
 
 
+class _WallTimeUp(Exception):
+    """The wall-time budget ended a provider call in flight."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Stop:
     """A provider call that will not be answered: the outcome it ends the run with."""
@@ -245,7 +249,15 @@ class Engine:
         if self.wall_end is not None:
             deadline = time.monotonic() + (self.wall_end - time.time())
         started = time.monotonic()
-        result = await self.contract.verify.check(self.contract.subject(deadline))
+        criterion = self.contract.verify
+        try:
+            result = await criterion.check(self.contract.subject(deadline))
+        except Exception as exc:  # a check that breaks fails; it never passes or crashes
+            result = VerificationResult(
+                passed=False,
+                criterion=criterion.describe(),
+                output=f"the check could not run: {type(exc).__name__}: {exc}",
+            )
         result_json = result.model_dump_json()
         record.verification = VerificationRow(
             trigger=trigger,
@@ -282,7 +294,7 @@ class Engine:
             error: ProviderError
             try:
                 response = await self._ask(request)
-            except TimeoutError:
+            except _WallTimeUp:
                 error = ProviderError("timeout", "the wall-time budget ran out during the call")
                 record.attempts.append(self._attempt(attempt, started, clock, error=error))
                 return _Stop(RunOutcome.TIME_BUDGET_EXCEEDED, error)
@@ -319,8 +331,12 @@ class Engine:
             else:
                 remaining = self.wall_end - time.time()
                 response = await asyncio.wait_for(self.provider.complete(request), remaining)
-        except (ProviderError, TimeoutError):
+        except ProviderError:
             raise
+        except TimeoutError as exc:
+            if self.wall_end is not None and time.time() >= self.wall_end:
+                raise _WallTimeUp from None
+            raise ProviderError("timeout", f"the provider timed out: {exc}") from exc
         except Exception as exc:
             raise ProviderError(
                 "bad_request", f"the provider raised {type(exc).__name__}: {exc}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import os
 import re
 import sys
 import tempfile
@@ -159,6 +160,8 @@ class PytestPasses(CriterionBase):
             tests_dir = Path(scratch, "tests")
             tests_dir.mkdir()
             (tests_dir / _TEST_FILE).write_text(self.test_src, encoding="utf-8")
+            # The runner's own configuration: no ini file of the subject's is looked for.
+            (tests_dir / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
             record_path = Path(scratch, "record.jsonl")
             outcome = await run_process(
                 [
@@ -172,6 +175,7 @@ class PytestPasses(CriterionBase):
                 ],
                 cwd=tests_dir,
                 timeout=subject.timeout(self.timeout),
+                env={k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"},
             )
             record = _Record.read(record_path)
         passed, verdict = _judge(record, expected)

@@ -52,7 +52,8 @@ def main() -> int:
     sys.path.insert(0, subject_dir)
     import pytest
 
-    args = [tests_dir, "-q", "-p", "no:cacheprovider", "--noconftest", "--rootdir", tests_dir]
+    config = os.path.join(tests_dir, "pytest.ini")
+    args = [tests_dir, "-q", "-c", config, "-p", "no:cacheprovider", "--noconftest"]
     return int(pytest.main(args, plugins=[_Recorder(record)]))
 
 
