@@ -219,10 +219,6 @@ async def test_a_window_bigger_than_the_ceiling_is_refused_asking_for_fewer_line
     assert "ask for fewer lines" in done.content
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: read_window counts the ceiling in characters (len(line)), not bytes",
-)
 async def test_a_window_is_measured_in_bytes_so_multibyte_text_cannot_pass_the_ceiling(
     project: Path,
 ) -> None:
@@ -278,10 +274,6 @@ async def test_a_file_that_is_not_utf8_is_refused_naming_the_bad_byte(project: P
     assert "latin1.txt is not UTF-8 text (bad byte at offset 3)" in done.content
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: read_window opens with errors='replace', so a part read is not refused",
-)
 async def test_a_file_that_is_not_utf8_is_refused_when_read_in_parts_too(
     project: Path,
 ) -> None:
@@ -305,11 +297,6 @@ async def test_windows_line_endings_are_kept_and_numbered_once(project: Path) ->
     assert part.content == "[dos.txt: lines 2-2 of 2]\n     2\ttwo\r\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: whole reads and grep number lines with str.splitlines(), which also breaks "
-    "at form feeds and Unicode separators; part reads and edit_file count newlines",
-)
 @pytest.mark.parametrize("separator", ["\x0c", "\u2028"])
 async def test_line_numbers_count_newlines_the_same_way_in_every_tool(
     project: Path, separator: str
@@ -471,10 +458,6 @@ async def test_edit_file_on_a_missing_file_says_it_does_not_exist(project: Path)
     assert not (project / "nope.py").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: edit_file counts matches with str.count, which skips overlapping ones",
-)
 async def test_edit_file_refuses_a_search_that_matches_twice_overlapping(
     project: Path,
 ) -> None:
@@ -716,11 +699,6 @@ async def test_list_dir_of_a_file_or_an_empty_folder(project: Path) -> None:
     assert of_missing.is_error and "nowhere is not a folder" in of_missing.content
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Path.resolve() raises RuntimeError on a symlink loop (Python 3.11/3.12), "
-    "so one looping link makes list_dir of its folder fail",
-)
 async def test_list_dir_still_lists_a_folder_that_holds_a_symlink_loop(project: Path) -> None:
     (project / "data" / "loop").symlink_to("loop")
 
@@ -915,10 +893,6 @@ def test_resolve_either_refuses_a_path_or_returns_one_inside_the_root(
     assert real.resolve() == real
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Path.resolve() raises RuntimeError on a symlink loop; resolve lets it escape",
-)
 def test_resolve_refuses_a_path_through_a_symlink_loop(project: Path) -> None:
     (project / "loop").symlink_to("loop")
 
@@ -926,10 +900,6 @@ def test_resolve_refuses_a_path_through_a_symlink_loop(project: Path) -> None:
         Workspace(project).resolve("loop/file.txt")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a lone surrogate (valid in JSON as \\ud800) raises UnicodeEncodeError in resolve",
-)
 def test_resolve_refuses_a_path_that_cannot_be_a_file_name(project: Path) -> None:
     with pytest.raises(PathRefused):
         Workspace(project).resolve("bad\ud800.txt")
@@ -986,10 +956,6 @@ async def test_a_missing_mistyped_or_unknown_field_is_an_error_naming_it(
     assert snapshot(project) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Args validates in lax mode, so limit=true is taken as limit=1",
-)
 async def test_a_boolean_for_a_number_is_a_mistyped_field(box: Toolbox) -> None:
     done = await use(box, "read_file", path="data/notes.txt", limit=True)
 
@@ -1239,3 +1205,38 @@ async def test_a_run_cannot_find_or_grep_files_behind_a_symlink_out(
     assert found == "no files match '*secret*'"
     assert "link  link_out -> (outside the workspace)" in listed
     assert str(outside) not in listed
+
+
+@pytest.mark.parametrize("tool", ["read_file", "write_file", "edit_file"])
+async def test_a_named_pipe_is_refused_instead_of_blocking_the_run(
+    project: Path, box: Toolbox, tool: str
+) -> None:
+    os.mkfifo(project / "pipe")
+    arguments: dict[str, Any] = {"path": "pipe"}
+    if tool == "write_file":
+        arguments["content"] = "x"
+    elif tool == "edit_file":
+        arguments.update(search="a", replace="b")
+
+    result = await use(box, tool, **arguments)
+
+    assert result.is_error
+    assert "not a regular file" in result.content
+
+
+async def test_an_edit_whose_replacement_equals_the_search_changes_nothing(
+    project: Path, box: Toolbox
+) -> None:
+    result = await use(box, "edit_file", path="pkg/calc.py", search="a - b", replace="a - b")
+
+    assert not result.is_error
+    assert result.changed == ()
+    assert "unchanged" in result.content
+
+
+async def test_a_new_file_gets_the_process_default_mode(box: Toolbox, project: Path) -> None:
+    await use(box, "write_file", path="fresh.txt", content="x")
+
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE((project / "fresh.txt").stat().st_mode) == 0o666 & ~umask

@@ -33,7 +33,7 @@ class ToolFailure(Exception):
 class Args(BaseModel):
     """Base of every tool's argument model: unknown fields are errors the model sees."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 A = TypeVar("A", bound=Args)

@@ -16,12 +16,13 @@ from pydantic import Field
 from io_harness.tools._base import A, Args, Tool, ToolFailure, ToolOutcome
 from io_harness.tools._text import (
     READ_CEILING_BYTES,
-    check_text_file,
     number_lines,
     read_text,
+    read_window,
+    split_lines,
     write_text,
 )
-from io_harness.tools._workspace import Workspace
+from io_harness.tools._workspace import PathRefused, Workspace
 
 __all__ = ["workspace_tools"]
 
@@ -67,31 +68,8 @@ class ReadFile(_InWorkspace[ReadFileArgs]):
             text = read_text(path, args.path)
             if not text:
                 return ToolOutcome(f"{args.path} is empty")
-            return ToolOutcome(number_lines(text.splitlines(keepends=True), 1))
+            return ToolOutcome(number_lines(split_lines(text), 1))
         return ToolOutcome(read_window(path, args.path, args.offset or 1, args.limit))
-
-
-def read_window(path: Path, shown_as: str, first: int, count: int | None) -> str:
-    """Lines ``first`` to ``first + count - 1``, streamed so large files can be read in parts."""
-    check_text_file(path, shown_as)
-    window: list[str] = []
-    size = 0
-    total = 0
-    with path.open(encoding="utf-8", errors="replace", newline="") as handle:
-        for total, line in enumerate(handle, start=1):
-            if total < first or (count is not None and len(window) >= count):
-                continue
-            size += len(line)
-            if size > READ_CEILING_BYTES:
-                raise ToolFailure(
-                    f"lines {first}-{total} of {shown_as} exceed the read ceiling of "
-                    f"{READ_CEILING_BYTES} bytes; ask for fewer lines"
-                )
-            window.append(line)
-    if first > total:
-        raise ToolFailure(f"offset {first} is past the end of {shown_as} ({total} lines)")
-    last = first + len(window) - 1
-    return f"[{shown_as}: lines {first}-{last} of {total}]\n" + number_lines(window, first)
 
 
 class WriteFileArgs(Args):
@@ -131,14 +109,18 @@ class EditFile(_InWorkspace[EditFileArgs]):
             raise ToolFailure("search is empty; give the exact text to replace")
         path = self.workspace.resolve(args.path)
         text = read_text(path, args.path)
-        count = text.count(args.search)
+        # Overlapping occurrences count too: "x\nx" occurs twice in "x\nx\nx".
+        count = len(re.findall(f"(?={re.escape(args.search)})", text))
         if count != 1:
             where = "not found" if count == 0 else f"found {count} times"
             raise ToolFailure(
                 f"the search text was {where} in {args.path}; it must occur exactly once"
             )
-        write_text(path, text.replace(args.search, args.replace, 1), args.path)
-        line = text[: text.index(args.search)].count("\n") + 1
+        at = text.index(args.search)
+        line = text[:at].count("\n") + 1
+        edited = text[:at] + args.replace + text[at + len(args.search) :]
+        if write_text(path, edited, args.path) == "unchanged":
+            return ToolOutcome(f"{args.path} unchanged: the replacement equals the search text")
         return ToolOutcome(f"{args.path} edited at line {line}", changed=(args.path,))
 
 
@@ -174,7 +156,7 @@ class Grep(_InWorkspace[GrepArgs]):
             except ToolFailure:
                 unreadable += 1
                 continue
-            for number, line in enumerate(text.splitlines(), start=1):
+            for number, line in enumerate(split_lines(text), start=1):
                 if regex.search(line):
                     if len(shown) < GREP_MAX_MATCHES:
                         shown.append(f"{rel}:{number}: {_clip_line(line)}")
@@ -224,6 +206,13 @@ class ListDir(_InWorkspace[ListDirArgs]):
     description = "List one folder: each entry's kind, name and size."
     args = ListDirArgs
 
+    def _link_target(self, link: Path) -> str:
+        try:
+            real = self.workspace.resolve(self.workspace.relative(link))
+        except PathRefused as refused:
+            return "(a symlink loop)" if "loop" in str(refused) else "(outside the workspace)"
+        return self.workspace.relative(real)
+
     async def invoke(self, args: ListDirArgs) -> ToolOutcome:
         folder = self.workspace.resolve(args.path or ".")
         if not folder.is_dir():
@@ -231,10 +220,7 @@ class ListDir(_InWorkspace[ListDirArgs]):
         lines = []
         for entry in sorted(folder.iterdir(), key=lambda p: p.name):
             if entry.is_symlink():
-                real = entry.resolve()
-                inside = real.is_relative_to(self.workspace.root)
-                target = self.workspace.relative(real) if inside else "(outside the workspace)"
-                lines.append(f"link  {entry.name} -> {target}")
+                lines.append(f"link  {entry.name} -> {self._link_target(entry)}")
             elif entry.is_dir():
                 lines.append(f"dir   {entry.name}/")
             else:

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from io_harness.tools._base import Args, Tool, ToolOutcome
-from io_harness.tools._text import number_lines, read_text, write_text
+from io_harness.tools._text import number_lines, read_text, split_lines, write_text
 
 __all__ = ["single_file_tools"]
 
@@ -35,7 +35,7 @@ class _ReadTheFile(Tool[_NoArgs]):
         text = read_text(self.path, self.path.name)
         if not text:
             return ToolOutcome(f"{self.path.name} is empty")
-        return ToolOutcome(number_lines(text.splitlines(keepends=True), 1))
+        return ToolOutcome(number_lines(split_lines(text), 1))
 
 
 class _WriteTheFile(Tool[_ContentArgs]):

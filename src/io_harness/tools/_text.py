@@ -1,8 +1,13 @@
-"""Reading and writing the subject's text files: ceilings, binary refusal, atomic writes."""
+"""Reading and writing the subject's text files: ceilings, binary refusal, atomic writes.
+
+Lines are split after ``\\n`` only, everywhere (numbered reads, windows, grep,
+edit positions), so every tool agrees on what line N is.
+"""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -14,15 +19,21 @@ __all__ = [
     "PARTIAL_SUFFIX",
     "READ_CEILING_BYTES",
     "WriteVerb",
-    "check_text_file",
     "number_lines",
     "read_text",
+    "read_window",
     "remove_partial_writes",
+    "split_lines",
     "write_text",
 ]
 
 READ_CEILING_BYTES = 256 * 1024
 """The largest file read whole; a larger one is refused with its size, never cut."""
+
+PARTIAL_SUFFIX = ".ioh-tmp"
+"""Suffix of the temporary file a write renames into place; one left behind is a crash's."""
+
+WriteVerb = Literal["created", "changed", "unchanged"]
 
 _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG", "a PNG image"),
@@ -35,6 +46,10 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"SQLite format 3\x00", "an SQLite database"),
 )
 
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read once at import: os.umask can only be read by setting it
+_NEW_FILE_MODE = 0o666 & ~_UMASK
+
 
 def _binary_kind(head: bytes) -> str | None:
     for magic, kind in _MAGIC:
@@ -45,34 +60,83 @@ def _binary_kind(head: bytes) -> str | None:
     return None
 
 
-def check_text_file(path: Path, shown_as: str) -> int:
-    """The size of a readable text file; refuses missing, directory and binary files."""
-    if path.is_dir():
+def _regular_size(path: Path, shown_as: str) -> int:
+    """The size of a regular file; refuses missing files, folders, pipes and devices."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise ToolFailure(f"{shown_as} does not exist") from None
+    if stat.S_ISDIR(info.st_mode):
         raise ToolFailure(f"{shown_as} is a directory; use list_dir")
-    if not path.exists():
-        raise ToolFailure(f"{shown_as} does not exist")
-    size = path.stat().st_size
-    with path.open("rb") as handle:
-        kind = _binary_kind(handle.read(8192))
+    if not stat.S_ISREG(info.st_mode):
+        raise ToolFailure(f"{shown_as} is not a regular file (a pipe, socket or device)")
+    return info.st_size
+
+
+def _decode(data: bytes, shown_as: str, offset: int = 0) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolFailure(
+            f"{shown_as} is not UTF-8 text (bad byte at offset {offset + exc.start})"
+        ) from None
+
+
+def _refuse_binary(head: bytes, size: int, shown_as: str) -> None:
+    kind = _binary_kind(head[:8192])
     if kind is not None:
         raise ToolFailure(f"{shown_as} is {kind} ({size} bytes), not text")
-    return size
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of ``text``, each keeping its ``\\n``; only ``\\n`` ends a line."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+        return [line + "\n" for line in lines]
+    return [line + "\n" for line in lines[:-1]] + [lines[-1]]
 
 
 def read_text(path: Path, shown_as: str) -> str:
-    """The whole text of a file no larger than :data:`READ_CEILING_BYTES`."""
-    size = check_text_file(path, shown_as)
+    """The whole text of a regular UTF-8 file no larger than :data:`READ_CEILING_BYTES`."""
+    size = _regular_size(path, shown_as)
     if size > READ_CEILING_BYTES:
         raise ToolFailure(
             f"{shown_as} is {size} bytes, over the read ceiling of {READ_CEILING_BYTES} "
             "bytes; read it in parts with offset and limit"
         )
-    try:
-        return path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ToolFailure(
-            f"{shown_as} is not UTF-8 text (bad byte at offset {exc.start})"
-        ) from None
+    data = path.read_bytes()
+    _refuse_binary(data, size, shown_as)
+    return _decode(data, shown_as)
+
+
+def read_window(path: Path, shown_as: str, first: int, count: int | None) -> str:
+    """Lines ``first`` to ``first + count - 1``, numbered, streamed from a file of any size.
+
+    The window itself may hold at most :data:`READ_CEILING_BYTES` bytes.
+    """
+    size = _regular_size(path, shown_as)
+    window: list[str] = []
+    taken = 0
+    total = 0
+    offset = 0
+    with path.open("rb") as handle:
+        _refuse_binary(handle.read(8192), size, shown_as)
+        handle.seek(0)
+        for total, raw in enumerate(handle, start=1):
+            if total >= first and (count is None or len(window) < count):
+                taken += len(raw)
+                if taken > READ_CEILING_BYTES:
+                    raise ToolFailure(
+                        f"lines {first}-{total} of {shown_as} exceed the read ceiling of "
+                        f"{READ_CEILING_BYTES} bytes; ask for fewer lines"
+                    )
+                window.append(_decode(raw, shown_as, offset))
+            offset += len(raw)
+    if first > total:
+        raise ToolFailure(f"offset {first} is past the end of {shown_as} ({total} lines)")
+    last = first + len(window) - 1
+    return f"[{shown_as}: lines {first}-{last} of {total}]\n" + number_lines(window, first)
 
 
 def number_lines(lines: list[str], first: int) -> str:
@@ -80,32 +144,24 @@ def number_lines(lines: list[str], first: int) -> str:
     return "".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, start=first))
 
 
-WriteVerb = Literal["created", "changed", "unchanged"]
-
-PARTIAL_SUFFIX = ".ioh-tmp"
-"""Suffix of the temporary file a write renames into place; one left behind is a crash's."""
-
-
-def remove_partial_writes(files: Iterable[Path]) -> list[Path]:
-    """Delete the temporary files of writes a crash interrupted; return what was removed."""
-    removed = []
-    for path in files:
-        if path.name.startswith(".") and path.name.endswith(PARTIAL_SUFFIX):
-            path.unlink(missing_ok=True)
-            removed.append(path)
-    return removed
-
-
 def write_text(path: Path, content: str, shown_as: str) -> WriteVerb:
-    """Write atomically, creating parents; say whether the file was created, changed or not."""
-    if path.is_dir():
-        raise ToolFailure(f"{shown_as} is a directory")
+    """Write atomically, creating parents; say whether the file was created, changed or not.
+
+    The text goes to a temporary file beside the target, renamed into place,
+    so a reader sees the old file or the new one, never half of one. An
+    existing file keeps its mode; a new one gets the process's default.
+    """
     data = content.encode("utf-8")
     existed = path.exists()
-    if existed and path.read_bytes() == data:
-        return "unchanged"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o7777 if existed else 0o644
+    if existed:
+        _regular_size(path, shown_as)
+        if path.read_bytes() == data:
+            return "unchanged"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise ToolFailure(f"{shown_as}: a parent of this path is a file") from None
+    mode = path.stat().st_mode & 0o7777 if existed else _NEW_FILE_MODE
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=PARTIAL_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -116,3 +172,13 @@ def write_text(path: Path, content: str, shown_as: str) -> WriteVerb:
         Path(tmp).unlink(missing_ok=True)
         raise
     return "changed" if existed else "created"
+
+
+def remove_partial_writes(files: Iterable[Path]) -> list[Path]:
+    """Delete the temporary files of writes a crash interrupted; return what was removed."""
+    removed = []
+    for path in files:
+        if path.name.startswith(".") and path.name.endswith(PARTIAL_SUFFIX):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed

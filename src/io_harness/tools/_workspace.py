@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
@@ -30,12 +31,25 @@ class Workspace:
         """
         if not path or "\x00" in path:
             raise PathRefused("the path is empty or holds a NUL character")
+        try:
+            os.fsencode(path)
+        except UnicodeEncodeError:
+            raise PathRefused(f"{path!r} is not a valid file name") from None
         pure = PurePosixPath(path.replace("\\", "/"))
         if pure.is_absolute() or Path(path).is_absolute():
             raise PathRefused(f"{path!r} is absolute; give a path relative to the workspace root")
         if ".." in pure.parts:
             raise PathRefused(f"{path!r} contains '..'; paths may not leave the workspace")
-        real = (self.root / pure).resolve()
+        try:
+            real = (self.root / pure).resolve()
+            real.stat()
+        except RuntimeError:  # Python before 3.13 reports a symlink loop this way
+            raise PathRefused(f"{path!r} is a symlink loop") from None
+        except FileNotFoundError:
+            pass  # a file about to be created
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise PathRefused(f"{path!r} is a symlink loop") from None
         if not real.is_relative_to(self.root):
             raise PathRefused(f"{path!r} resolves outside the workspace through a symlink")
         return real
