@@ -290,3 +290,77 @@ async def test_a_test_that_is_never_collected_fails_the_criterion(tmp_path: Path
 
     assert not result.passed
     assert "TestSigns::test_negative: did not run" in result.output
+
+
+PYTEST_COMMAND = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+
+
+def suite(root: Path, test_body: str = "    assert add(2, 3) == 5\n") -> Path:
+    write(root / "calc.py", "def add(a, b):\n    return a + b\n")
+    write(root / "test_calc.py", "from calc import add\n\ndef test_add():\n" + test_body)
+    return root
+
+
+async def test_a_pytest_command_passes_on_a_suite_that_ran_and_passed(tmp_path: Path) -> None:
+    result = await Command(PYTEST_COMMAND).check(workspace(suite(tmp_path)))
+
+    assert result.passed, result.output
+    assert "1 tests passed" in result.output
+
+
+@pytest.mark.parametrize(
+    ("cheat", "files"),
+    [
+        ("a conftest that exits 0 at import", {"conftest.py": "import os\nos._exit(0)\n"}),
+        ("a conftest that calls sys.exit(0)", {"conftest.py": "import sys\nsys.exit(0)\n"}),
+        (
+            "a conftest that deselects every test",
+            {"conftest.py": "def pytest_collection_modifyitems(items):\n    items.clear()\n"},
+        ),
+        (
+            "a module-level skip",
+            {"test_calc.py": "import pytest\npytest.skip('no', allow_module_level=True)\n"},
+        ),
+        ("an empty suite", {"test_calc.py": "# nothing here\n"}),
+    ],
+)
+async def test_a_pytest_command_judges_the_session_not_only_the_exit_status(
+    tmp_path: Path, cheat: str, files: dict[str, str]
+) -> None:
+    root = suite(tmp_path, "    assert add(2, 3) == 6\n")
+    for name, text in files.items():
+        write(root / name, text)
+
+    result = await Command(PYTEST_COMMAND).check(workspace(root))
+
+    assert not result.passed, f"{cheat}: {result.output}"
+
+
+async def test_a_pytest_command_expected_to_fail_is_judged_by_its_exit_status(
+    tmp_path: Path,
+) -> None:
+    root = suite(tmp_path, "    assert add(2, 3) == 6\n")
+
+    result = await Command(PYTEST_COMMAND, expect_exit=1).check(workspace(root))
+
+    assert result.passed
+
+
+async def test_a_workspace_file_named_pytest_cannot_stand_in_for_pytest(tmp_path: Path) -> None:
+    write(tmp_path / "calc.py", "def add(a, b):\n    return a - b\n")
+    write(
+        tmp_path / "pytest.py",
+        "import json, os\n"
+        "def main(*args, **kwargs):\n"
+        "    path = os.environ['IOH_PYTEST_RECORD']\n"
+        "    with open(path, 'a') as f:\n"
+        "        f.write(json.dumps({'event': 'collected', 'nodeids': ['t::test_adds']}) + '\\n')\n"
+        "        f.write(json.dumps({'event': 'report', 'nodeid': 't::test_adds',\n"
+        "                            'when': 'call', 'outcome': 'passed'}) + '\\n')\n"
+        "        f.write(json.dumps({'event': 'finished', 'exitstatus': 0}) + '\\n')\n"
+        "    return 0\n",
+    )
+
+    result = await PytestPasses(CRITERION_TESTS).check(workspace(tmp_path))
+
+    assert not result.passed, result.output

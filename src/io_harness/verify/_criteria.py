@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import shlex
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -15,6 +16,7 @@ from io_harness._process import ProcessOutcome, run_process
 from io_harness.tools._workspace import PathRefused, Workspace
 from io_harness.verify._base import CriterionBase, Mode, Subject, VerificationResult
 from io_harness.verify._pytest import PytestPasses
+from io_harness.verify._record import PytestRecord, record_env
 
 __all__ = [
     "AllOf",
@@ -43,9 +45,9 @@ def process_summary(outcome: ProcessOutcome) -> str:
     return f"{outcome.summary}: {lines[-1][:100]}" if lines else outcome.summary
 
 
-def process_report(outcome: ProcessOutcome) -> str:
+def process_report(outcome: ProcessOutcome, argv: Sequence[str] | None = None) -> str:
     """A command's ending, stdout and stderr, as the model and the trace see them."""
-    parts = [f"$ {shlex.join(outcome.argv)}", f"[{outcome.summary}]"]
+    parts = [f"$ {shlex.join(argv or outcome.argv)}", f"[{outcome.summary}]"]
     if outcome.stdout.strip():
         parts.append(outcome.stdout.rstrip())
     if outcome.stderr.strip():
@@ -165,16 +167,51 @@ class Command(CriterionBase):
         return f"the command `{shlex.join(self.argv)}` exits with status {self.expect_exit}"
 
     async def check(self, subject: Subject) -> VerificationResult:
-        outcome = await run_process(
-            self.argv, cwd=subject.root, timeout=subject.timeout(self.timeout)
-        )
+        pytest_args_at = _pytest_args_start(self.argv)
+        if pytest_args_at is None:
+            outcome = await run_process(
+                self.argv, cwd=subject.root, timeout=subject.timeout(self.timeout)
+            )
+            passed = not outcome.timed_out and outcome.exit_code == self.expect_exit
+            return VerificationResult(
+                passed=passed,
+                criterion=self.describe(),
+                output=process_report(outcome),
+                summary=process_summary(outcome),
+            )
+        # A pytest run is judged from the record of its own session too, so a subject
+        # that ends the interpreter early or leaves no test collected cannot pass.
+        with tempfile.TemporaryDirectory(prefix="ioh-command-") as scratch:
+            record_path = Path(scratch, "record.jsonl")
+            argv = [*self.argv[:pytest_args_at], "-p", "ioh_record", *self.argv[pytest_args_at:]]
+            outcome = await run_process(
+                argv,
+                cwd=subject.root,
+                timeout=subject.timeout(self.timeout),
+                env=record_env(record_path, python_path=True),
+            )
+            record = PytestRecord.read(record_path)
         passed = not outcome.timed_out and outcome.exit_code == self.expect_exit
+        report, summary = process_report(outcome, self.argv), process_summary(outcome)
+        if passed and self.expect_exit == 0:
+            passed, verdict = record.judge_suite()
+            report += f"\n[the harness's record of the session: {verdict}]"
+            summary = summary if passed else verdict
         return VerificationResult(
-            passed=passed,
-            criterion=self.describe(),
-            output=process_report(outcome),
-            summary=process_summary(outcome),
+            passed=passed, criterion=self.describe(), output=report, summary=summary
         )
+
+
+def _pytest_args_start(argv: Sequence[str]) -> int | None:
+    """Where pytest's own arguments begin, when ``argv`` runs pytest; else ``None``."""
+    if Path(argv[0]).name in ("pytest", "py.test"):
+        return 1
+    for index, arg in enumerate(argv[1:-1], start=1):
+        if arg == "-m":
+            return index + 2 if argv[index + 1] == "pytest" else None
+        if arg == "-c" or not arg.startswith("-"):
+            return None  # a script or -c code runs, not a module
+    return None
 
 
 _COMPILE_SCRIPT = """

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-import json
-import os
-import re
 import sys
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,12 +14,12 @@ from pydantic import Field
 from io_harness._process import run_process
 from io_harness.errors import ConfigError
 from io_harness.verify._base import CriterionBase, Mode, Subject, VerificationResult
+from io_harness.verify._record import PLUGIN_DIR, PytestRecord, record_env
 
 __all__ = ["PytestPasses", "defined_tests"]
 
-_RUNNER = Path(__file__).with_name("_pytest_runner.py")
+_RUNNER = PLUGIN_DIR / "ioh_runner.py"
 _TEST_FILE = "test_criterion.py"
-_PARAMS = re.compile(r"\[.*\]$")
 
 
 def defined_tests(test_src: str) -> list[str]:
@@ -51,69 +47,6 @@ def defined_tests(test_src: str) -> list[str]:
     if not names:
         raise ConfigError("PytestPasses: the test source defines no test functions")
     return names
-
-
-@dataclass
-class _Record:
-    finished: bool = False
-    collected: list[str] = field(default_factory=list)
-    collect_errors: list[str] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)
-    passed: set[str] = field(default_factory=set)
-    unreadable_lines: int = 0
-
-    @classmethod
-    def read(cls, path: Path) -> _Record:
-        record = cls()
-        if not path.exists():
-            return record
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                event: dict[str, Any] = json.loads(line)
-            except json.JSONDecodeError:
-                record.unreadable_lines += 1
-                continue
-            record._add(event)
-        record.passed -= set(record.failed)
-        return record
-
-    def _add(self, event: dict[str, Any]) -> None:
-        kind, nodeid = event.get("event"), str(event.get("nodeid", ""))
-        if kind == "finished":
-            self.finished = True
-        elif kind == "collected":
-            self.collected = [str(n) for n in event.get("nodeids", [])]
-        elif kind == "collect_error":
-            self.collect_errors.append(nodeid or "the test module")
-        elif kind == "report":
-            when, outcome = event.get("when"), event.get("outcome")
-            if outcome == "passed" and when == "call":
-                self.passed.add(nodeid)
-            elif outcome != "passed":
-                self.failed[nodeid] = f"{outcome} in {when}"
-
-
-def _test_name(nodeid: str) -> str:
-    return _PARAMS.sub("", nodeid.split("::", 1)[-1])
-
-
-def _judge(record: _Record, expected: list[str]) -> tuple[bool, str]:
-    if not record.finished:
-        return False, "the criterion run ended before pytest finished its session"
-    if record.collect_errors:
-        return False, "collecting the criterion tests failed: " + ", ".join(record.collect_errors)
-    if record.unreadable_lines:
-        return False, "the harness's record of the run holds lines it did not write"
-    passed_names = {_test_name(n) for n in record.passed}
-    missing = [name for name in expected if name not in passed_names]
-    failed_names = {_test_name(n) for n in record.failed}
-    problems = [f"{_test_name(n)}: {why}" for n, why in sorted(record.failed.items())]
-    problems += [f"{name}: did not run" for name in missing if name not in failed_names]
-    if problems or not record.passed:
-        return False, "criterion tests that did not pass:\n" + "\n".join(
-            f"- {p}" for p in problems or ["no test ran"]
-        )
-    return True, f"all {len(record.passed)} criterion tests passed"
 
 
 class PytestPasses(CriterionBase):
@@ -164,21 +97,13 @@ class PytestPasses(CriterionBase):
             (tests_dir / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
             record_path = Path(scratch, "record.jsonl")
             outcome = await run_process(
-                [
-                    sys.executable,
-                    "-I",
-                    "-B",
-                    str(_RUNNER),
-                    str(record_path),
-                    str(subject.root),
-                    str(tests_dir),
-                ],
+                [sys.executable, "-I", "-B", str(_RUNNER), str(subject.root), str(tests_dir)],
                 cwd=tests_dir,
                 timeout=subject.timeout(self.timeout),
-                env={k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"},
+                env=record_env(record_path, python_path=False),
             )
-            record = _Record.read(record_path)
-        passed, verdict = _judge(record, expected)
+            record = PytestRecord.read(record_path)
+        passed, verdict = record.judge_defined(expected)
         if outcome.timed_out:
             passed, verdict = False, "the criterion tests were killed at the timeout"
         output = "\n".join(
