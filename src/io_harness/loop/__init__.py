@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, ResumeError
 from io_harness.loop._context import system_prompt, task_message
-from io_harness.loop._engine import Engine
+from io_harness.loop._engine import Engine, event_row, run_started
 from io_harness.loop._outcome import RunOutcome, RunResult
 from io_harness.observe import Observer
 from io_harness.providers import Provider
@@ -55,6 +55,12 @@ def _check_provider(provider: object) -> None:
             f"{type(provider).__name__} is not a Provider: it needs name, model, "
             "endpoints() and async complete(request)"
         )
+    for attribute in ("name", "model"):
+        value = getattr(provider, attribute)
+        if not isinstance(value, str) or not value:
+            raise ConfigError(
+                f"the provider's {attribute} must be a non-empty string, not {value!r}"
+            )
 
 
 async def run(
@@ -77,9 +83,22 @@ async def run(
     """
     _check_provider(provider)
     contract.check()
-    toolbox = _toolbox(contract)
     store = store if store is not None else Store.memory()
     run_id = run_id or new_run_id()
+    with store.lease(run_id):
+        return await _start(contract, provider, store, run_id, observer)
+
+
+async def _start(
+    contract: TaskContract,
+    provider: Provider,
+    store: Store,
+    run_id: str,
+    observer: Observer | None,
+) -> RunResult:
+    toolbox = _toolbox(contract)
+    started_at = time.time()
+    started = run_started(run_id, 0, contract, provider, resumed=False)
     store.create_run(
         NewRun(
             id=run_id,
@@ -89,8 +108,9 @@ async def run(
             tools_json="[" + ",".join(s.model_dump_json() for s in toolbox.specs) + "]",
             provider=provider.name,
             model=provider.model,
-            started_at=time.time(),
+            started_at=started_at,
             messages=(task_message(contract),),
+            events=(event_row(started),),
         )
     )
     stored = store.load_run(run_id)
@@ -112,6 +132,13 @@ async def resume(
     :class:`ResumeError`.
     """
     _check_provider(provider)
+    with store.lease(run_id):
+        return await _continue(run_id, provider, store, observer)
+
+
+async def _continue(
+    run_id: str, provider: Provider, store: Store, observer: Observer | None
+) -> RunResult:
     stored = store.load_run(run_id)
     if stored.status == "finished":
         return RunResult.from_stored(stored)

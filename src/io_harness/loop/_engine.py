@@ -16,7 +16,6 @@ import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from io_harness.contract import TaskContract
 from io_harness.errors import ProviderError
@@ -33,6 +32,7 @@ from io_harness.messages import (
 from io_harness.observe import (
     Observer,
     Retrying,
+    RunEvent,
     RunFinished,
     RunStarted,
     StepFinished,
@@ -73,6 +73,20 @@ class _Stop:
     error: ProviderError | None
 
 
+def run_started(
+    run_id: str, step: int, contract: TaskContract, provider: Provider, resumed: bool
+) -> RunStarted:
+    """The event that opens a run, or a resumption of it."""
+    return RunStarted(
+        run_id=run_id,
+        step=step,
+        goal=contract.goal,
+        provider=provider.name,
+        model=provider.model,
+        resumed=resumed,
+    )
+
+
 def backoff_delay(attempt: int, error: ProviderError) -> float:
     """Seconds before retry ``attempt``: the provider's wish, else exponential with jitter."""
     if error.retry_after is not None:
@@ -111,6 +125,7 @@ class Engine:
             else None
         )
         self.last_error: ProviderError | None = None
+        self.check_pending = False
         self.verification = (
             VerificationResult.model_validate_json(stored.verification_json)
             if stored.verification_json
@@ -120,31 +135,31 @@ class Engine:
     # -- the loop ----------------------------------------------------------------
 
     async def drive(self, *, resumed: bool) -> RunResult:
-        """Take steps until an outcome; every step is committed before the next begins."""
-        # A process that died between a write and its step's commit left a change
-        # that was never checked: the first step of a resumed run checks regardless.
-        self.check_pending = resumed
-        started = RunStarted(
-            run_id=self.run_id,
-            step=self.steps,
-            goal=self.contract.goal,
-            provider=self.provider.name,
-            model=self.provider.model,
-            resumed=resumed,
-        )
+        """Take steps until an outcome; every step is committed before the next begins.
+
+        A new run's ``RunStarted`` was stored with the run; a resumed run's is
+        stored with its first record.
+        """
+        started = run_started(self.run_id, self.steps, self.contract, self.provider, resumed)
         await self._emit([started])
-        pending: list[Any] = [started]
+        pending: list[RunEvent] = [started] if resumed else []
+        # A process that died between a write and its step's commit left a change
+        # nobody checked: a resumed run checks in its first step whatever the model
+        # does, or, if the run ends before the model answers, as it ends.
+        self.check_pending = resumed
         while True:
             record = StepRecord(step=self.steps + 1, started_at=time.time())
-            events: list[Any] = pending
-            pending = []
+            events, pending = pending, []
             outcome = self._budget_outcome()
             if outcome is None:
                 outcome = await self._step(record, events)
+            unchecked = self.check_pending and outcome not in (None, RunOutcome.SUCCESS)
+            if unchecked and await self._verify(record, events, "resumed"):
+                outcome = RunOutcome.SUCCESS
             if outcome is not None:
                 events.append(self._finish(record, outcome))
             record.finished_at = time.time()
-            record.events = [_event_row(e) for e in events]
+            record.events = [event_row(e) for e in events]
             self.store.commit_step(self.run_id, record)
             await self._emit([e for e in events if not isinstance(e, _LIVE_EVENTS)])
             if outcome is not None:
@@ -167,7 +182,7 @@ class Engine:
             return RunOutcome.TIME_BUDGET_EXCEEDED
         return None
 
-    async def _step(self, record: StepRecord, events: list[Any]) -> RunOutcome | None:
+    async def _step(self, record: StepRecord, events: list[RunEvent]) -> RunOutcome | None:
         request = CompletionRequest.model_construct(
             model=self.provider.model,
             system=self.system,
@@ -225,7 +240,6 @@ class Engine:
         elif self.check_pending:
             trigger = "resumed"
         if trigger is not None:
-            self.check_pending = False
             passed = await self._verify(record, events, trigger)
             if passed:
                 outcome = RunOutcome.SUCCESS
@@ -244,10 +258,11 @@ class Engine:
         )
         return outcome or self._budget_outcome()
 
-    async def _verify(self, record: StepRecord, events: list[Any], trigger: Trigger) -> bool:
+    async def _verify(self, record: StepRecord, events: list[RunEvent], trigger: Trigger) -> bool:
         deadline = None
         if self.wall_end is not None:
             deadline = time.monotonic() + (self.wall_end - time.time())
+        self.check_pending = False
         started = time.monotonic()
         criterion = self.contract.verify
         try:
@@ -259,13 +274,15 @@ class Engine:
                 output=f"the check could not run: {type(exc).__name__}: {exc}",
             )
         result_json = result.model_dump_json()
-        record.verification = VerificationRow(
-            trigger=trigger,
-            passed=result.passed,
-            criterion=result.criterion,
-            output=result.output,
-            result_json=result_json,
-            duration=time.monotonic() - started,
+        record.verifications.append(
+            VerificationRow(
+                trigger=trigger,
+                passed=result.passed,
+                criterion=result.criterion,
+                summary=result.summary,
+                result_json=result_json,
+                duration=time.monotonic() - started,
+            )
         )
         self.verification = result
         events.append(
@@ -286,7 +303,7 @@ class Engine:
     # -- the provider call ---------------------------------------------------------
 
     async def _call(
-        self, request: CompletionRequest, record: StepRecord, events: list[Any]
+        self, request: CompletionRequest, record: StepRecord, events: list[RunEvent]
     ) -> CompletionResponse | _Stop:
         retries = self.contract.budget.max_retries
         for attempt in range(1, retries + 2):
@@ -389,7 +406,7 @@ class Engine:
             error=str(self.last_error) if self.last_error is not None else None,
         )
 
-    async def _emit(self, events: Sequence[Any]) -> None:
+    async def _emit(self, events: Sequence[RunEvent]) -> None:
         if self.observer is None:
             return
         for event in events:
@@ -409,5 +426,8 @@ _LIVE_EVENTS = (RunStarted, Retrying)
 """Events the observer gets as they happen; the rest follow their step's commit."""
 
 
-def _event_row(event: Any) -> EventRow:
-    return EventRow(kind=event.kind, at=time.time(), data_json=event.model_dump_json())
+def event_row(event: RunEvent) -> EventRow:
+    """A run event as the store keeps it."""
+    return EventRow(
+        step=event.step, kind=event.kind, at=time.time(), data_json=event.model_dump_json()
+    )

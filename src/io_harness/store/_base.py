@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -59,6 +60,15 @@ class Store(abc.ABC):
         from io_harness.store._sqlite import SqliteStore
 
         return SqliteStore(":memory:")
+
+    @abc.abstractmethod
+    def lease(self, run_id: str) -> contextlib.AbstractContextManager[None]:
+        """Hold the right to drive ``run_id`` for a block.
+
+        Only one writer drives a run at a time; another that asks while the
+        lease is held gets a :class:`ResumeError` before it does anything. A
+        writer that dies releases its lease.
+        """
 
     @abc.abstractmethod
     def create_run(self, run: NewRun) -> None:

@@ -44,8 +44,9 @@ class NewRun:
 
 @dataclass(frozen=True, slots=True)
 class EventRow:
-    """One run event as stored: its kind, when, and its JSON."""
+    """One run event as stored: its step, kind, when, and its JSON."""
 
+    step: int
     kind: str
     at: float
     data_json: str
@@ -86,7 +87,7 @@ class VerificationRow:
     trigger: str
     passed: bool
     criterion: str
-    output: str
+    summary: str
     result_json: str
     duration: float
 
@@ -98,16 +99,16 @@ class Finish:
     outcome: str
     finished_at: float
     error_json: str | None = None
-    verification_json: str | None = None
 
 
 @dataclass(slots=True)
 class StepRecord:
     """Everything one step produced; committed in one transaction.
 
-    ``step`` is 1-based. A record with no messages and no usage is the
-    closing record of a run that ended between steps (a budget, a provider
-    failure); it writes no ``steps`` row and does not count as a step.
+    ``step`` is 1-based. A record without messages is not a step (the model
+    did not answer): it carries what happened before a call that was not
+    made or failed — a resumed run's check, failed attempts — and the run's
+    end; it writes no ``steps`` row.
     """
 
     step: int
@@ -117,7 +118,7 @@ class StepRecord:
     usage: Usage = field(default_factory=Usage)
     attempts: list[ProviderAttempt] = field(default_factory=list)
     tool_calls: list[ToolCallRow] = field(default_factory=list)
-    verification: VerificationRow | None = None
+    verifications: list[VerificationRow] = field(default_factory=list)
     events: list[EventRow] = field(default_factory=list)
     finish: Finish | None = None
 

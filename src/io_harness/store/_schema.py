@@ -27,8 +27,7 @@ CREATE TABLE runs (
     reasoning_tokens   INTEGER NOT NULL DEFAULT 0,
     started_at         REAL NOT NULL,          -- Unix time
     finished_at        REAL,
-    error              TEXT,                   -- JSON of the error that ended the run
-    verification       TEXT                    -- JSON of the last VerificationResult
+    error              TEXT                    -- JSON of the ProviderError that ended the run
 );
 CREATE INDEX runs_by_start ON runs (started_at DESC);
 
@@ -90,13 +89,14 @@ CREATE TABLE tool_calls (
 CREATE TABLE verifications (
     run_id    TEXT NOT NULL REFERENCES runs (id),
     step      INTEGER NOT NULL,
-    trigger   TEXT NOT NULL,                   -- file_changed | turn_ended
+    seq       INTEGER NOT NULL,                -- order within the step
+    trigger   TEXT NOT NULL,                   -- file_changed | turn_ended | resumed
     passed    INTEGER NOT NULL,
     criterion TEXT NOT NULL,
-    output    TEXT NOT NULL,
-    result    TEXT NOT NULL,                   -- VerificationResult JSON
+    summary   TEXT NOT NULL,
+    result    TEXT NOT NULL,                   -- VerificationResult JSON, output included
     duration  REAL NOT NULL,
-    PRIMARY KEY (run_id, step)
+    PRIMARY KEY (run_id, step, seq)
 );
 
 CREATE TABLE events (

@@ -7,11 +7,13 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from io_harness.errors import ConfigError, ResumeError, StorageError
 from io_harness.messages import Message, Usage
 from io_harness.store._base import Store, Trace
+from io_harness.store._lease import FileLeases, MemoryLeases
 from io_harness.store._records import (
     EventRow,
     Finish,
@@ -36,7 +38,7 @@ _USAGE_COLUMNS = (
 )
 _RUN_COLUMNS = (
     "id", "goal", "contract", "system_prompt", "tools", "provider", "model", "status",
-    "outcome", "steps", *_USAGE_COLUMNS, "started_at", "finished_at", "error", "verification",
+    "outcome", "steps", *_USAGE_COLUMNS, "started_at", "finished_at", "error",
 )  # fmt: skip
 
 
@@ -51,6 +53,9 @@ class SqliteStore(Store):
         self.location = target
         self.durability = durability
         self._lock = threading.Lock()
+        self._leases: FileLeases | MemoryLeases = (
+            MemoryLeases() if target == ":memory:" else FileLeases(Path(f"{target}.leases"))
+        )
         try:
             self._db = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
@@ -101,15 +106,23 @@ class SqliteStore(Store):
                 ) from None
             try:
                 yield self._db
+            except sqlite3.Error as exc:
+                self._rollback()
+                raise StorageError(f"cannot write to {self.location}: {exc}") from exc
             except BaseException:
-                self._db.execute("ROLLBACK")
+                self._rollback()
                 raise
             try:
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
-                with contextlib.suppress(sqlite3.Error):
-                    self._db.execute("ROLLBACK")
+                self._rollback()
                 raise StorageError(f"cannot commit to {self.location}: {exc}") from None
+
+    def _rollback(self) -> None:
+        # SQLite has already rolled back after some errors (a full disk, for one).
+        if self._db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
 
     def close(self) -> None:
         """Close the connection; the store cannot be used afterwards."""
@@ -120,6 +133,9 @@ class SqliteStore(Store):
         return f"Store.open({self.location!r})" if self.location != ":memory:" else "Store.memory()"
 
     # -- writing -----------------------------------------------------------------
+
+    def lease(self, run_id: str) -> contextlib.AbstractContextManager[None]:
+        return self._leases.hold(run_id)
 
     def create_run(self, run: NewRun) -> None:
         with self._transaction() as db:
@@ -142,7 +158,7 @@ class SqliteStore(Store):
                 ),
             )
             self._insert_messages(db, run.id, 0, run.messages)
-            self._insert_events(db, run.id, 0, run.events)
+            self._insert_events(db, run.id, run.events)
 
     def commit_step(self, run_id: str, record: StepRecord) -> None:
         with self._transaction() as db:
@@ -180,7 +196,25 @@ class SqliteStore(Store):
                     for a in record.attempts
                 ],
             )
-            self._insert_events(db, run_id, record.step, record.events)
+            db.executemany(
+                "INSERT INTO verifications (run_id, step, seq, trigger, passed, criterion,"
+                " summary, result, duration) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        run_id,
+                        record.step,
+                        seq,
+                        v.trigger,
+                        int(v.passed),
+                        v.criterion,
+                        v.summary,
+                        v.result_json,
+                        v.duration,
+                    )
+                    for seq, v in enumerate(record.verifications, start=1)
+                ],
+            )
+            self._insert_events(db, run_id, record.events)
             if record.finish is not None:
                 self._finish(db, run_id, record.finish)
 
@@ -218,23 +252,6 @@ class SqliteStore(Store):
                 for seq, c in enumerate(record.tool_calls, start=1)
             ],
         )
-        check = record.verification
-        if check is not None:
-            db.execute(
-                "INSERT INTO verifications (run_id, step, trigger, passed, criterion, output,"
-                " result, duration) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run_id,
-                    record.step,
-                    check.trigger,
-                    int(check.passed),
-                    check.criterion,
-                    check.output,
-                    check.result_json,
-                    check.duration,
-                ),
-            )
-            db.execute("UPDATE runs SET verification = ? WHERE id = ?", (check.result_json, run_id))
 
     @staticmethod
     def _insert_messages(
@@ -254,9 +271,7 @@ class SqliteStore(Store):
         )
 
     @staticmethod
-    def _insert_events(
-        db: sqlite3.Connection, run_id: str, step: int, events: Sequence[EventRow]
-    ) -> None:
+    def _insert_events(db: sqlite3.Connection, run_id: str, events: Sequence[EventRow]) -> None:
         if not events:
             return
         (last,) = db.execute(
@@ -265,7 +280,7 @@ class SqliteStore(Store):
         db.executemany(
             "INSERT INTO events (run_id, seq, step, kind, at, data) VALUES (?, ?, ?, ?, ?, ?)",
             [
-                (run_id, seq, step, e.kind, e.at, e.data_json)
+                (run_id, seq, e.step, e.kind, e.at, e.data_json)
                 for seq, e in enumerate(events, start=last + 1)
             ],
         )
@@ -273,15 +288,9 @@ class SqliteStore(Store):
     @staticmethod
     def _finish(db: sqlite3.Connection, run_id: str, finish: Finish) -> None:
         db.execute(
-            "UPDATE runs SET status = 'finished', outcome = ?, finished_at = ?, error = ?,"
-            " verification = coalesce(?, verification) WHERE id = ?",
-            (
-                finish.outcome,
-                finish.finished_at,
-                finish.error_json,
-                finish.verification_json,
-                run_id,
-            ),
+            "UPDATE runs SET status = 'finished', outcome = ?, finished_at = ?, error = ?"
+            " WHERE id = ?",
+            (finish.outcome, finish.finished_at, finish.error_json, run_id),
         )
 
     # -- reading -----------------------------------------------------------------
@@ -323,9 +332,17 @@ class SqliteStore(Store):
             started_at=row["started_at"],
             finished_at=row["finished_at"],
             error_json=row["error"],
-            verification_json=row["verification"],
+            verification_json=self._last_check(run_id),
             messages=messages,
         )
+
+    def _last_check(self, run_id: str) -> str | None:
+        rows = self._read(
+            "SELECT result FROM verifications WHERE run_id = ? ORDER BY step DESC, seq DESC"
+            " LIMIT 1",
+            (run_id,),
+        )
+        return str(rows[0][0]) if rows else None
 
     @staticmethod
     def _summary(row: dict[str, Any]) -> RunSummary:
@@ -366,7 +383,7 @@ class SqliteStore(Store):
             steps=self._table("steps", run_id, "step"),
             provider_calls=self._table("provider_calls", run_id, "step, attempt"),
             tool_calls=self._table("tool_calls", run_id, "step, seq"),
-            verifications=self._table("verifications", run_id, "step"),
+            verifications=self._table("verifications", run_id, "step, seq"),
             events=self._table("events", run_id, "seq"),
         )
 
