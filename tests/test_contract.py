@@ -139,6 +139,48 @@ def test_a_missing_contract_file_is_a_config_error(tmp_path: Path) -> None:
         TaskContract.from_toml(tmp_path / "absent.toml")
 
 
-def test_a_bad_budget_in_python_is_a_config_error(tmp_path: Path) -> None:
+def test_an_empty_goal_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="goal"):
         TaskContract.workspace("", tmp_path, Command(["true"]))
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (
+            lambda: Budget(max_steps=0),
+            "Budget: max_steps: Input should be greater than or equal to 1",
+        ),
+        (lambda: Budget(max_tokens=-5), "Budget: max_tokens"),
+        (lambda: Command([]), "Command: argv: Tuple should have at least 1 item"),
+        (lambda: Command(["true"], timeout=-1), "Command: timeout: Input should be greater than 0"),
+        (lambda: FileContains(5), "FileContains: needle: Input should be a valid string"),
+        (AllOf, "AllOf: criteria: Field required"),
+    ],
+)
+def test_a_bad_budget_or_criterion_built_in_python_is_a_config_error(
+    build: object, message: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        build()  # type: ignore[operator]
+    assert message in str(raised.value)
+
+
+def test_constraints_given_as_one_string_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="list of sentences"):
+        TaskContract.workspace("x", tmp_path, Command(["true"]), constraints="be nice")  # type: ignore[arg-type]
+
+
+async def test_a_single_file_contract_may_name_a_folder_that_does_not_exist_yet(
+    tmp_path: Path,
+) -> None:
+    from io_harness import RunOutcome, run
+    from io_harness.testing import ScriptedProvider, call, reply
+
+    contract = TaskContract.file("write it", tmp_path / "out" / "haiku.txt", FileContains("rain"))
+    provider = ScriptedProvider([reply(calls=[call("write_file", content="rain on the roof")])])
+
+    result = await run(contract, provider)
+
+    assert result.outcome is RunOutcome.SUCCESS
+    assert (tmp_path / "out" / "haiku.txt").read_text() == "rain on the roof"

@@ -160,3 +160,34 @@ async def test_the_first_resumed_step_checks_a_change_whose_step_never_committed
 
     assert result.outcome is RunOutcome.SUCCESS
     assert store.trace(run_id).verifications[-1]["trigger"] == "resumed"
+
+
+async def test_a_resumed_run_that_ends_before_its_first_answer_still_checks(
+    project: Path, store: Store
+) -> None:
+    from io_harness import ProviderError
+
+    run_id = await interrupted_run(project, store)
+    (project / "pkg" / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+
+    result = await resume(
+        run_id, ScriptedProvider([ProviderError("auth", "key revoked")]), store=store
+    )
+
+    assert result.outcome is RunOutcome.SUCCESS
+    assert result.steps == 2
+    assert store.trace(run_id).verifications[-1]["trigger"] == "resumed"
+
+
+async def test_each_start_of_a_run_is_in_the_trace_with_its_step(
+    project: Path, store: Store
+) -> None:
+    run_id = await interrupted_run(project, store)
+    await resume(run_id, ScriptedProvider([FIX]), store=store)
+
+    started = [e for e in store.trace(run_id).events if e["kind"] == "run_started"]
+
+    assert [(e["step"], '"resumed":true' in e["data"]) for e in started] == [
+        (0, False),
+        (2, True),
+    ]

@@ -357,3 +357,11 @@ async def test_a_provider_that_raises_its_own_timeout_is_a_typed_timeout(project
     assert result.outcome is RunOutcome.PROVIDER_FAILED
     assert result.error is not None and result.error.kind == "timeout"
     assert "read timed out" in result.error.message
+
+
+async def test_a_provider_without_a_model_name_is_a_config_error(project: Path) -> None:
+    provider = ScriptedProvider([])
+    provider.model = None  # type: ignore[assignment]
+
+    with pytest.raises(ConfigError, match="model must be a non-empty string"):
+        await run(workspace_contract(project), provider)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sqlite3
 from pathlib import Path
@@ -16,6 +17,7 @@ from io_harness import (
     Store,
     TaskContract,
     WorkspaceFileContains,
+    resume,
     run,
 )
 from io_harness.store._records import StepRecord
@@ -100,13 +102,50 @@ async def test_another_connection_reads_a_run_while_it_is_being_written(
     reader.close()
 
 
-async def test_a_second_writer_cannot_commit_a_step_the_run_already_has(
-    project: Path, store: Store
+async def test_a_second_writer_is_refused_before_it_calls_the_model(
+    project: Path, tmp_path: Path
 ) -> None:
-    result = await run(contract(project, 1), listing(), store=store)
+    first_store, second_store = Store.open(tmp_path / "s.db"), Store.open(tmp_path / "s.db")
+    in_call, release = asyncio.Event(), asyncio.Event()
 
-    with pytest.raises(StorageError, match="advanced by another writer"):
-        store.commit_step(result.run_id, StepRecord(step=1, started_at=0.0))
+    async def slow(request: object) -> object:
+        in_call.set()
+        await release.wait()
+        return reply(calls=[call("list_dir")])
+
+    first = asyncio.create_task(
+        run(contract(project, 1), ScriptedProvider(slow), store=first_store, run_id="r")  # type: ignore[arg-type]
+    )
+    await in_call.wait()
+    intruder = ScriptedProvider([reply(calls=[call("write_file", path="x", content="x")])])
+
+    with pytest.raises(ResumeError, match="being driven by another writer"):
+        await resume("r", intruder, store=second_store)
+
+    release.set()
+    assert (await first).steps == 1
+    assert intruder.requests == [] and not (project / "x").exists()
+    resumed = await resume("r", ScriptedProvider([]), store=second_store)
+    assert resumed.outcome is RunOutcome.STEP_CAP_REACHED
+    first_store.close()
+    second_store.close()
+
+
+async def test_a_store_that_cannot_write_reports_a_storage_error(
+    project: Path, tmp_path: Path
+) -> None:
+    store = Store.open(tmp_path / "tiny.db")
+    store._db.execute("PRAGMA max_page_count = 12")  # stands in for a full disk
+    big = reply("x" * 200_000, [call("list_dir")])
+
+    with pytest.raises(StorageError, match="cannot write to"):
+        await run(contract(project, 3), ScriptedProvider(lambda request: big), store=store)
+    store.close()
+
+
+def test_a_committed_step_must_follow_the_last_one(store: Store) -> None:
+    with pytest.raises(StorageError, match="not in the store"):
+        store.commit_step("absent", StepRecord(step=1, started_at=0.0))
 
 
 async def test_the_trace_holds_every_prompt_response_call_and_draw(

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from io_harness._validation import describe_validation
+from io_harness._validation import describe_validation, loading
 from io_harness.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -66,7 +66,8 @@ def load_contract(cls: type[TaskContract], path: Path) -> TaskContract:
         raise ConfigError(f"{path}: verify: missing; the contract needs a criterion")
     fields["verify"] = _criterion(data["verify"], folder, path, "verify")
     try:
-        contract = cls.model_validate(fields)
+        with loading():
+            contract = cls.model_validate(fields)
     except ValidationError as exc:
         raise ConfigError(f"{path}: {describe_validation(exc)}") from None
     try:

@@ -2,9 +2,28 @@
 
 from __future__ import annotations
 
-from pydantic import ValidationError
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
+from typing import Any
 
-__all__ = ["describe_validation"]
+from pydantic import BaseModel, ValidationError
+
+from io_harness.errors import ConfigError
+
+__all__ = ["CheckedModel", "describe_validation", "loading"]
+
+_LOADING: ContextVar[bool] = ContextVar("io_harness_loading", default=False)
+
+
+@contextlib.contextmanager
+def loading() -> Iterator[None]:
+    """Mark a load from a file or the store: nested models leave errors to the loader."""
+    token = _LOADING.set(True)
+    try:
+        yield
+    finally:
+        _LOADING.reset(token)
 
 
 def describe_validation(exc: ValidationError, *, top: str = "(top level)") -> str:
@@ -14,3 +33,19 @@ def describe_validation(exc: ValidationError, *, top: str = "(top level)") -> st
         where = ".".join(str(part) for part in error["loc"]) or top
         problems.append(f"{where}: {error['msg']}")
     return "; ".join(problems)
+
+
+class CheckedModel(BaseModel):
+    """A model callers build in Python: a bad field is a ConfigError that names it.
+
+    Inside :func:`loading` the pydantic error goes on up instead, so the loader
+    can name the file and the whole key path.
+    """
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            if _LOADING.get():
+                raise
+            raise ConfigError(f"{type(self).__name__}: {describe_validation(exc)}") from None

@@ -8,14 +8,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from io_harness._validation import describe_validation
+from io_harness._validation import CheckedModel, describe_validation
 from io_harness.errors import ConfigError
 from io_harness.verify import Criterion, Mode, Subject
 
 __all__ = ["Budget", "TaskContract"]
 
 
-class Budget(BaseModel):
+class Budget(CheckedModel):
     """The limits a run stops at, each a distinct outcome.
 
     ``max_steps`` counts model calls that were answered; ``max_wall_seconds``
@@ -76,7 +76,7 @@ class TaskContract(BaseModel):
             root=file.parent,
             path=file,
             verify=verify,
-            constraints=tuple(constraints),
+            constraints=constraints,
             budget=budget or Budget(),
         )
 
@@ -96,12 +96,15 @@ class TaskContract(BaseModel):
             mode="workspace",
             root=Path(root).absolute(),
             verify=verify,
-            constraints=tuple(constraints),
+            constraints=constraints,
             budget=budget or Budget(),
         )
 
     @classmethod
     def _build(cls, **fields: Any) -> TaskContract:
+        if isinstance(fields["constraints"], str):
+            raise ConfigError("constraints is a list of sentences; put a single one in a list")
+        fields["constraints"] = tuple(fields["constraints"])
         try:
             contract = cls(**fields)
         except ValidationError as exc:
@@ -126,7 +129,9 @@ class TaskContract(BaseModel):
     def check(self) -> None:
         """Raise :class:`ConfigError` for what would make the run fail before it starts."""
         self.verify.check_config(self.mode)
-        if not self.root.is_dir():
-            raise ConfigError(f"the contract's folder {self.root} does not exist")
+        if self.mode == "workspace" and not self.root.is_dir():
+            raise ConfigError(f"the workspace {self.root} does not exist or is not a folder")
+        if self.mode == "file" and self.root.exists() and not self.root.is_dir():
+            raise ConfigError(f"the contract's file {self.path} is below a file, not a folder")
         if self.path is not None and self.path.is_dir():
             raise ConfigError(f"the contract's file {self.path} is a folder")

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from io_harness._validation import loading
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, ResumeError
 from io_harness.loop._context import system_prompt, task_message
@@ -143,7 +144,8 @@ async def _continue(
     if stored.status == "finished":
         return RunResult.from_stored(stored)
     try:
-        contract = TaskContract.model_validate_json(stored.contract_json)
+        with loading():
+            contract = TaskContract.model_validate_json(stored.contract_json)
     except ValidationError as exc:
         raise ResumeError(
             f"run {run_id!r} holds a contract this version cannot read: {exc}"

@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from io_harness._validation import CheckedModel
 from io_harness.errors import ConfigError
 
 __all__ = ["CriterionBase", "Mode", "Subject", "VerificationResult"]
@@ -59,7 +60,7 @@ class VerificationResult(BaseModel):
         return self
 
 
-class CriterionBase(BaseModel):
+class CriterionBase(CheckedModel):
     """A deterministic success condition the harness checks; the model cannot."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
