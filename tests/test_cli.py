@@ -112,7 +112,7 @@ def test_resume_of_a_finished_run_prints_its_result(
     [
         (["run", "missing.toml", "--provider", "replay:x.jsonl"], "cannot read the contract"),
         (["show", "nope"], "no store at"),
-        (["resume", "nope", "--provider", "replay:x.jsonl"], "cannot read it"),
+        (["resume", "nope", "--provider", "replay:x.jsonl"], "cassette: cannot read"),
         (["run", "c.toml", "--provider", "telepathy"], "unknown provider 'telepathy'"),
     ],
 )
@@ -161,3 +161,42 @@ def test_debug_shows_the_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
     with pytest.raises(Exception, match="cannot read the contract"):
         main(["--debug", "run", "missing.toml", "--provider", "replay:x.jsonl"])
+
+
+def test_model_text_that_looks_like_markup_is_printed_as_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from io_harness import Record, TaskContract, run_sync
+    from io_harness.testing import ScriptedProvider, call, reply
+
+    (tmp_path / "ws").mkdir()
+    contract_file = tmp_path / "c.toml"
+    contract_file.write_text(
+        'goal = "[bold]x"\nroot = "ws"\n'
+        'verify = { kind = "workspace_file_contains", file = "a", needle = "b" }\n'
+        "[budget]\nmax_steps = 1\n"
+    )
+    scripted = ScriptedProvider([reply("[/oops] [red]", [call("[/oops]", path="[/x]")])])
+    run_sync(TaskContract.from_toml(contract_file), Record(scripted, tmp_path / "c.jsonl"))
+    store = str(tmp_path / "runs.db")
+
+    status = main(
+        [
+            "run",
+            str(contract_file),
+            "--provider",
+            f"replay:{tmp_path / 'c.jsonl'}",
+            "--store",
+            store,
+            "--run-id",
+            "markup",
+        ]
+    )
+    live = capsys.readouterr()
+    assert main(["show", "markup", "--store", store]) == 0
+    shown = capsys.readouterr().out
+
+    assert status == 1 and live.err == ""
+    assert "error [/oops] -> unknown tool '[/oops]'" in live.out
+    assert "[/oops] [red]" in live.out
+    assert '[/oops](path="[/x]")' in shown

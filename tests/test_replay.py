@@ -180,7 +180,7 @@ def test_a_bad_cassette_is_a_config_error_at_construction(
 
 
 def test_a_missing_cassette_is_a_config_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="cannot read it"):
+    with pytest.raises(ConfigError, match="cannot read"):
         Replay(tmp_path / "absent.jsonl")
 
 

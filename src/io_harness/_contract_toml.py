@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from io_harness._validation import describe_validation, loading
+from io_harness._validation import describe_validation, loading, read_config_text
 from io_harness.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -84,12 +84,7 @@ def _criterion(value: Any, folder: Path, path: Path, key: str) -> Any:
     value = dict(value)
     if "test_file" in value:
         test_file = folder / str(value.pop("test_file"))
-        try:
-            value["test_src"] = test_file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(
-                f"{path}: {key}.test_file: cannot read {test_file}: {exc.strerror}"
-            ) from None
+        value["test_src"] = read_config_text(test_file, f"{path}: {key}.test_file")
     if isinstance(value.get("criteria"), list):
         value["criteria"] = [
             _criterion(part, folder, path, f"{key}.criteria.{i}")

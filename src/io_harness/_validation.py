@@ -5,13 +5,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from contextvars import ContextVar
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from io_harness.errors import ConfigError
 
-__all__ = ["CheckedModel", "describe_validation", "loading"]
+__all__ = ["CheckedModel", "describe_validation", "loading", "read_config_text"]
 
 _LOADING: ContextVar[bool] = ContextVar("io_harness_loading", default=False)
 
@@ -49,3 +50,18 @@ class CheckedModel(BaseModel):
             if _LOADING.get():
                 raise
             raise ConfigError(f"{type(self).__name__}: {describe_validation(exc)}") from None
+
+
+def read_config_text(path: Path, what: str) -> str:
+    """The UTF-8 text of a file the caller configured; ConfigError if it cannot be read.
+
+    ``what`` begins the message, e.g. ``"cassette run.jsonl"``.
+    """
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{what}: cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{what}: {path} is not UTF-8 text (bad byte at offset {exc.start})"
+        ) from None

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from io_harness import __version__
 from io_harness._demo import CASSETTE, prepare
@@ -145,8 +146,8 @@ def _cmd_show(args: argparse.Namespace, console: Console) -> int:
 
 def _cmd_demo(args: argparse.Namespace, console: Console) -> int:
     folder = args.dir or Path(tempfile.mkdtemp(prefix="ioh-demo-")) / "demo"
-    if folder.exists() and any(folder.iterdir()):
-        raise ConfigError(f"{folder} is not empty; give --dir a new folder")
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise ConfigError(f"{folder} exists and is not an empty folder; give --dir a new folder")
     contract_path = prepare(folder)
     contract = TaskContract.from_toml(contract_path)
     provider: Provider
@@ -179,11 +180,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarnessError as exc:
         if args.debug:
             raise
-        errors.print(f"[red]error:[/] {exc}", markup=True)
+        errors.print(f"[red]error:[/] {escape(str(exc))}", markup=True)
         return EXIT_ERROR
     except KeyboardInterrupt:
         errors.print("interrupted; the last committed step is kept (ioh resume RUN_ID)")
         return EXIT_INTERRUPTED
+    except Exception as exc:  # a defect of ours: still one line, the traceback on request
+        if args.debug:
+            raise
+        errors.print(
+            f"[red]error:[/] internal error: {escape(f'{type(exc).__name__}: {exc}')} "
+            "(run with --debug for the traceback)",
+            markup=True,
+        )
+        return EXIT_ERROR
 
 
 def entry() -> None:

@@ -41,7 +41,7 @@ def _outcome_style(outcome: str | None) -> str:
     if outcome is None:
         return "[yellow]running[/]"
     colour = "green" if outcome == "success" else "red"
-    return f"[{colour}]{outcome}[/]"
+    return f"[{colour}]{escape(outcome)}[/]"
 
 
 def render_runs(runs: list[RunSummary]) -> RenderableType:
@@ -50,18 +50,20 @@ def render_runs(runs: list[RunSummary]) -> RenderableType:
         return Text("no runs in this store yet")
     table = Table(show_edge=False, header_style="bold", box=None)
     table.add_column("run", no_wrap=True, min_width=22)
-    table.add_column("outcome", no_wrap=True, min_width=7)
+    table.add_column("status", no_wrap=True, min_width=7)
     table.add_column("steps", no_wrap=True, justify="right", min_width=5)
     table.add_column("tokens", no_wrap=True, justify="right", min_width=7)
     table.add_column("started", no_wrap=True, min_width=11)
+    table.add_column("finished", no_wrap=True, min_width=11)
     table.add_column("goal", no_wrap=True, overflow="ellipsis", min_width=10)
     for summary in runs:
         table.add_row(
-            summary.id,
+            escape(summary.id),
             _outcome_style(summary.outcome),
             str(summary.steps),
             f"{summary.tokens:,}",
             _when(summary.started_at),
+            _when(summary.finished_at),
             _one_line(summary.goal, 60),
         )
     return table
@@ -84,7 +86,7 @@ def render_trace(trace: Trace) -> RenderableType:
     elapsed = (run.finished_at or time.time()) - run.started_at
     parts.append(
         Text.from_markup(
-            f"[bold]{run.id}[/]  {_outcome_style(run.outcome)}  {run.steps} steps  "
+            f"[bold]{escape(run.id)}[/]  {_outcome_style(run.outcome)}  {run.steps} steps  "
             f"{run.tokens:,} tokens  {elapsed:.1f} s\n"
             f"goal: {escape(run.goal)}\nprovider: {escape(run.provider)} ({escape(run.model)})"
         )
@@ -103,19 +105,19 @@ def render_trace(trace: Trace) -> RenderableType:
             if attempt["error_kind"]:
                 lines.append(
                     f"  [red]provider attempt {attempt['attempt']} failed:[/] "
-                    f"{attempt['error_kind']}: {_one_line(attempt['error_message'] or '')}"
+                    f"{escape(attempt['error_kind'])}: {_one_line(attempt['error_message'] or '')}"
                 )
         for call in rows["tool_calls"]:
             mark = "[red]error[/]" if call["is_error"] else "[green]ok[/]"
             lines.append(
-                f"  {mark} {call['name']}({escape(_arguments(call['arguments']))}) "
+                f"  {mark} {escape(call['name'])}({escape(_arguments(call['arguments']))}) "
                 f"-> {_one_line(call['result'], 70)}"
             )
         for check in rows["verifications"]:
             verdict = "[green]PASS[/]" if check["passed"] else "[red]FAIL[/]"
             trigger = check["trigger"].replace("_", " ")
             summary = json.loads(check["result"]).get("summary") or _last_line(check["output"])
-            lines.append(f"  check ({trigger}): {verdict} {escape(summary)}")
+            lines.append(f"  check ({escape(trigger)}): {verdict} {escape(summary)}")
         parts.append(Text.from_markup("\n".join(lines)))
     parts.append(Text.from_markup(f"outcome: {_outcome_style(run.outcome)}"))
     return Group(*parts)
@@ -149,7 +151,7 @@ def render_result(result: RunResult, store_hint: str) -> RenderableType:
         lines.append(f"{verdict}: {criterion}")
     if result.error is not None:
         lines.append(f"[red]provider error:[/] {escape(str(result.error))}")
-    lines.append(f"trace: ioh show {result.run_id}{store_hint}")
+    lines.append(f"trace: ioh show {escape(result.run_id)}{escape(store_hint)}")
     return Text.from_markup("\n".join(lines))
 
 
@@ -172,18 +174,17 @@ class LiveReport:
     def __call__(self, event: Any) -> None:
         if isinstance(event, RunStarted):
             verb = "resumed" if event.resumed else "started"
-            self.console.print(
-                f"run {event.run_id} {verb} with {escape(event.provider)} ({escape(event.model)})"
-            )
+            who = f"{event.provider} ({event.model})"
+            self.console.print(f"run {escape(event.run_id)} {verb} with {escape(who)}")
             self._status(f"step {event.step + 1}: waiting for the model")
         elif isinstance(event, Retrying):
             self.console.print(
-                f"  [yellow]provider {event.error_kind}, retry {event.attempt - 1} "
+                f"  [yellow]provider {escape(event.error_kind)}, retry {event.attempt - 1} "
                 f"in {event.delay:.1f} s[/]"
             )
         elif isinstance(event, ToolCalled):
             mark = "[red]error[/]" if event.is_error else "[green]ok[/]"
-            self._lines.append(f"  {mark} {event.name} -> {_one_line(event.result, 70)}")
+            self._lines.append(f"  {mark} {escape(event.name)} -> {_one_line(event.result, 70)}")
         elif isinstance(event, Verified):
             verdict = "[green]PASS[/]" if event.passed else "[red]FAIL[/]"
             self._lines.append(f"  check: {verdict} {escape(event.summary)}")

@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from io_harness._validation import describe_validation
+from io_harness._validation import describe_validation, read_config_text
 from io_harness.errors import ConfigError, ProviderError, ProviderErrorKind
 from io_harness.messages import CompletionRequest, CompletionResponse
 from io_harness.providers._base import Provider
@@ -150,10 +150,7 @@ class Replay:
 
 
 def _load(path: Path) -> tuple[dict[str, Any], list[_Entry]]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ConfigError(f"cassette {path}: cannot read it: {exc.strerror}") from None
+    lines = read_config_text(path, "cassette").splitlines()
     if not lines:
         raise ConfigError(f"cassette {path}: the file is empty")
     try:

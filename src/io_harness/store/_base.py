@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from io_harness.errors import StorageError
 from io_harness.messages import Message
 from io_harness.store._records import NewRun, RunSummary, StepRecord, StoredRun
 
@@ -51,7 +52,10 @@ class Store(abc.ABC):
         from io_harness.store._sqlite import SqliteStore
 
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create the store's folder {path.parent}: {exc}") from None
         return SqliteStore(str(path), durability=durability)
 
     @staticmethod

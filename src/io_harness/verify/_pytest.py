@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from io_harness._process import run_process
+from io_harness._validation import read_config_text
 from io_harness.errors import ConfigError
 from io_harness.verify._base import CriterionBase, Mode, Subject, VerificationResult
 from io_harness.verify._record import PLUGIN_DIR, PytestRecord, record_env
@@ -70,10 +71,7 @@ class PytestPasses(CriterionBase):
     @classmethod
     def from_file(cls, path: str | Path, **data: Any) -> PytestPasses:
         """The criterion whose tests are the text of ``path``."""
-        try:
-            return cls(Path(path).read_text(encoding="utf-8"), **data)
-        except OSError as exc:
-            raise ConfigError(f"PytestPasses: cannot read {path}: {exc.strerror}") from None
+        return cls(read_config_text(Path(path), "PytestPasses"), **data)
 
     def check_config(self, mode: Mode) -> None:
         super().check_config(mode)
