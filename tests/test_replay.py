@@ -115,9 +115,22 @@ async def test_strict_replay_refuses_a_request_that_differs_and_names_where(
     assert result.outcome is RunOutcome.PROVIDER_FAILED
     assert result.error is not None and result.error.kind == "bad_request"
     assert "model call 1 differs" in result.error.message
-    assert 'messages[0].content[0].text: recorded "fix add", got "fix add, please"' in (
-        result.error.message
+    assert (
+        'messages[0].content[0].text, from character 7: recorded "fix add", '
+        'got "fix add, please"' in result.error.message
     )
+
+
+def test_a_difference_deep_in_a_long_text_is_shown_where_it_is() -> None:
+    from io_harness.providers._cassette import _first_difference
+
+    recorded, actual = "x" * 5000 + "recorded tail", "x" * 5000 + "actual tail"
+
+    found = _first_difference({"system": recorded}, {"system": actual})
+
+    assert found is not None
+    assert found.startswith("system, from character 5000: recorded [4960 chars]...")
+    assert 'xxrecorded tail"' in found and 'xxactual tail"' in found
 
 
 async def test_loose_replay_answers_a_request_that_differs(project: Path, tmp_path: Path) -> None:

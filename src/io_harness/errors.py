@@ -93,6 +93,34 @@ class ProviderError(HarnessError):
         """Whether another attempt may succeed."""
         return self.kind in TRANSIENT_KINDS
 
+    def to_dict(self) -> dict[str, object]:
+        """The error as plain JSON data: what the store and cassettes keep."""
+        return {
+            "kind": self.kind,
+            "message": self.message,
+            "status": self.status,
+            "retry_after": self.retry_after,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> ProviderError:
+        """The error :meth:`to_dict` wrote."""
+        status, retry_after = data.get("status"), data.get("retry_after")
+        return cls(
+            data["kind"],  # type: ignore[arg-type]
+            str(data["message"]),
+            status=int(status) if isinstance(status, int | float) else None,
+            retry_after=float(retry_after) if isinstance(retry_after, int | float) else None,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ProviderError):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.message, self.status, self.retry_after))
+
     def __str__(self) -> str:
         status = f" (HTTP {self.status})" if self.status is not None else ""
         return f"{self.kind}{status}: {self.message}"

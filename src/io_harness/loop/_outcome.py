@@ -66,26 +66,9 @@ class RunResult:
 
 def error_to_json(error: ProviderError | None) -> str | None:
     """A provider error as the store keeps it."""
-    if error is None:
-        return None
-    return json.dumps(
-        {
-            "kind": error.kind,
-            "message": error.message,
-            "status": error.status,
-            "retry_after": error.retry_after,
-        }
-    )
+    return None if error is None else json.dumps(error.to_dict())
 
 
 def error_from_json(text: str | None) -> ProviderError | None:
     """The provider error a stored run ended with."""
-    if not text:
-        return None
-    data = json.loads(text)
-    return ProviderError(
-        data["kind"],
-        data["message"],
-        status=data.get("status"),
-        retry_after=data.get("retry_after"),
-    )
+    return ProviderError.from_dict(json.loads(text)) if text else None

@@ -44,6 +44,8 @@ def turn_of(request: CompletionRequest) -> int:
 
 
 class _RecordedError(BaseModel):
+    """The schema of ``ProviderError.to_dict()`` in a cassette line."""
+
     model_config = ConfigDict(extra="forbid")
 
     kind: ProviderErrorKind
@@ -79,9 +81,26 @@ def _first_difference(recorded: Any, actual: Any, where: str = "") -> str | None
         if len(recorded) != len(actual):
             return f"{where}: recorded {len(recorded)} items, got {len(actual)}"
         return None
+    if isinstance(recorded, str) and isinstance(actual, str) and recorded != actual:
+        at = next(
+            (i for i, (a, b) in enumerate(zip(recorded, actual, strict=False)) if a != b),
+            min(len(recorded), len(actual)),
+        )
+        return (
+            f"{where}, from character {at}: recorded {_window(recorded, at)}, "
+            f"got {_window(actual, at)}"
+        )
     if recorded != actual:
         return f"{where}: recorded {_clip(recorded)}, got {_clip(actual)}"
     return None
+
+
+def _window(text: str, at: int) -> str:
+    """``text`` around position ``at``, as JSON, saying what lies outside the window."""
+    start, end = max(0, at - 40), at + _SHOWN_CHARS - 40
+    before = f"[{start} chars]..." if start else ""
+    after = f"...[+{len(text) - end} chars]" if len(text) > end else ""
+    return f"{before}{json.dumps(text[start:end], ensure_ascii=False)}{after}"
 
 
 def _clip(value: Any) -> str:
@@ -139,12 +158,7 @@ class Replay:
                     f"replay: model call {turn + 1} differs from {self.path.name} at {difference}",
                 )
         if entry.error is not None:
-            raise ProviderError(
-                entry.error.kind,
-                entry.error.message,
-                status=entry.error.status,
-                retry_after=entry.error.retry_after,
-            )
+            raise ProviderError.from_dict(entry.error.model_dump())
         assert entry.response is not None  # _load guarantees one of the two
         return entry.response
 
@@ -209,9 +223,7 @@ class Record:
         try:
             response = await self.inner.complete(request)
         except ProviderError as exc:
-            error = _RecordedError(
-                kind=exc.kind, message=exc.message, status=exc.status, retry_after=exc.retry_after
-            )
+            error = _RecordedError.model_validate(exc.to_dict())
             entry = _Entry(turn=turn, request=request, error=error)
             self._append(entry.model_dump_json(exclude={"response"}))
             raise
