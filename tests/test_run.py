@@ -66,7 +66,8 @@ async def test_a_single_file_run_offers_only_read_and_write_of_that_file(tmp_pat
 
     request = provider.requests[0]
     assert [t.name for t in request.tools] == ["read_file", "write_file"]
-    assert request.tools[0].parameters.get("properties", {}) == {}
+    assert "path" not in request.tools[0].parameters["properties"]
+    assert "path" not in request.tools[1].parameters["properties"]
     assert "a.txt" in request.system
 
 

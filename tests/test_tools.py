@@ -1074,8 +1074,23 @@ def test_single_file_tools_are_read_and_write_only(tmp_path: Path) -> None:
     box = single_box(tmp_path / "poem.txt")
 
     assert box.names == ("read_file", "write_file")
-    assert box.specs[0].parameters.get("properties", {}) == {}
+    assert sorted(box.specs[0].parameters["properties"]) == ["limit", "offset"]
+    assert "required" not in box.specs[0].parameters
     assert sorted(box.specs[1].parameters["properties"]) == ["content"]
+
+
+async def test_single_file_read_reads_a_large_file_in_parts(tmp_path: Path) -> None:
+    target = tmp_path / "big.txt"
+    target.write_text("".join(f"line {n}\n" for n in range(1, 60_001)))
+    box = single_box(target)
+
+    whole = await use(box, "read_file")
+    part = await use(box, "read_file", offset=59_999, limit=5)
+
+    assert whole.is_error and "read it in parts with offset and limit" in whole.content
+    assert part.content == "[big.txt: lines 59999-60000 of 60000]\n" + (
+        " 59999\tline 59999\n 60000\tline 60000\n"
+    )
 
 
 async def test_single_file_write_keeps_the_mode_of_the_file(tmp_path: Path) -> None:

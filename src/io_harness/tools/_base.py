@@ -92,10 +92,9 @@ class Toolbox:
             known = ", ".join(self._tools)
             return ToolOutcome(f"unknown tool {call.name!r}; the tools are: {known}", True)
         if not isinstance(call.arguments, Mapping):
-            return ToolOutcome(
-                f"{call.name}: the arguments are not a JSON object: {call.arguments[:500]!r}",
-                True,
-            )
+            raw = call.arguments
+            shown = raw if len(raw) <= 500 else f"{raw[:500]}... [+{len(raw) - 500} chars]"
+            return ToolOutcome(f"{call.name}: the arguments are not a JSON object: {shown!r}", True)
         try:
             args = tool.args.model_validate(call.arguments)
         except ValidationError as exc:

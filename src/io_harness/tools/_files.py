@@ -108,7 +108,7 @@ class EditFile(_InWorkspace[EditFileArgs]):
         if not args.search:
             raise ToolFailure("search is empty; give the exact text to replace")
         path = self.workspace.resolve(args.path)
-        text = read_text(path, args.path)
+        text = read_text(path, args.path, too_large="edit_file cannot edit it; write_file can")
         # Overlapping occurrences count too: "x\nx" occurs twice in "x\nx\nx".
         count = len(re.findall(f"(?={re.escape(args.search)})", text))
         if count != 1:

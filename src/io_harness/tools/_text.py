@@ -7,8 +7,8 @@ edit positions), so every tool agrees on what line N is.
 from __future__ import annotations
 
 import os
+import secrets
 import stat
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
@@ -45,10 +45,6 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x7fELF", "an ELF executable"),
     (b"SQLite format 3\x00", "an SQLite database"),
 )
-
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)  # read once at import: os.umask can only be read by setting it
-_NEW_FILE_MODE = 0o666 & ~_UMASK
 
 
 def _binary_kind(head: bytes) -> str | None:
@@ -97,13 +93,18 @@ def split_lines(text: str) -> list[str]:
     return [line + "\n" for line in lines[:-1]] + [lines[-1]]
 
 
-def read_text(path: Path, shown_as: str) -> str:
-    """The whole text of a regular UTF-8 file no larger than :data:`READ_CEILING_BYTES`."""
+def read_text(
+    path: Path, shown_as: str, *, too_large: str = "read it in parts with offset and limit"
+) -> str:
+    """The whole text of a regular UTF-8 file no larger than :data:`READ_CEILING_BYTES`.
+
+    ``too_large`` is what the refusal of a larger file advises.
+    """
     size = _regular_size(path, shown_as)
     if size > READ_CEILING_BYTES:
         raise ToolFailure(
             f"{shown_as} is {size} bytes, over the read ceiling of {READ_CEILING_BYTES} "
-            "bytes; read it in parts with offset and limit"
+            f"bytes; {too_large}"
         )
     data = path.read_bytes()
     _refuse_binary(data, size, shown_as)
@@ -161,15 +162,17 @@ def write_text(path: Path, content: str, shown_as: str) -> WriteVerb:
         path.parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
         raise ToolFailure(f"{shown_as}: a parent of this path is a file") from None
-    mode = path.stat().st_mode & 0o7777 if existed else _NEW_FILE_MODE
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=PARTIAL_SUFFIX)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}{PARTIAL_SUFFIX}"
+    # Created 0o666 less the umask, like any new file; an existing file's mode is kept.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        Path(tmp).chmod(mode)
-        Path(tmp).replace(path)
+        if existed:
+            tmp.chmod(path.stat().st_mode & 0o7777)
+        tmp.replace(path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     return "changed" if existed else "created"
 
