@@ -3,10 +3,11 @@
 Usage: python crash_worker.py DB ROOT {run,resume} RUN_ID KILL_STEP KILL_AT
 
 KILL_AT says where the process SIGKILLs itself at step KILL_STEP: ``call``
-(while the model call is in flight, before the step commits), ``observer``
-(just after the step committed) or ``never`` (the parent kills it from
-outside). The answers are a pure function of the conversation, so a new
-process resuming the run gets the same answers the dead one would have.
+(while the model call is in flight), ``tool`` (just after the step's tool
+wrote its file, before the step commits), ``observer`` (just after the step
+committed) or ``never`` (the parent kills it from outside). The answers are
+a pure function of the conversation, so a new process resuming the run gets
+the same answers the dead one would have.
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ from io_harness import (
     CompletionResponse,
     Store,
     TaskContract,
+    ToolCall,
     Usage,
     WorkspaceFileContains,
     resume_sync,
     run_sync,
 )
 from io_harness.testing import ScriptedProvider, call, reply
+from io_harness.tools import Toolbox, ToolOutcome
 
 STEPS = 8
 
@@ -63,9 +66,27 @@ def provider(kill_step: int, kill_at: str) -> ScriptedProvider:
     return ScriptedProvider(respond)
 
 
+def die_after_tool_call(kill_step: int) -> None:
+    """Make the process SIGKILL itself once the tool call of step ``kill_step`` returns."""
+    dispatch = Toolbox.dispatch
+    calls = 0
+
+    async def dispatch_then_die(self: Toolbox, call: ToolCall) -> ToolOutcome:
+        nonlocal calls
+        outcome = await dispatch(self, call)
+        calls += 1  # one tool call per step
+        if calls == kill_step:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return outcome
+
+    Toolbox.dispatch = dispatch_then_die  # type: ignore[method-assign]
+
+
 def main() -> None:
     db, root, mode, run_id, kill_step, kill_at = sys.argv[1:7]
     store = Store.open(db)
+    if kill_at == "tool":
+        die_after_tool_call(int(kill_step))
 
     def observer(event: object) -> None:
         if (

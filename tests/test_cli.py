@@ -68,10 +68,10 @@ def test_runs_and_show_report_what_the_demo_did(
 
 
 def test_ioh_run_takes_a_contract_file_and_a_replay_provider(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    main(["demo", "--dir", str(tmp_path / "seed"), "--store", str(tmp_path / "seed.db")])
-    capsys.readouterr()
+    # The demo's contract runs `python`; give it this interpreter, as an activated venv would.
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     shutil.copytree(Path(CASSETTE).parent / "project", tmp_path / "work" / "project")
     shutil.copy(Path(CASSETTE).parent / "contract.toml", tmp_path / "work" / "contract.toml")
 

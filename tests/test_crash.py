@@ -58,7 +58,7 @@ def test_a_run_killed_at_a_random_step_resumes_to_the_same_result(
 ) -> None:
     rng = random.Random(seed)
     kill_step = rng.randint(1, crash_worker.STEPS)
-    kill_at = ("call", "observer", "never")[seed % 3]
+    kill_at = ("call", "tool", "observer", "never")[seed % 4]
     db, root = tmp_path / "runs.db", tmp_path / "ws"
     root.mkdir()
 

@@ -262,31 +262,20 @@ async def test_a_subject_that_cheats_does_not_pass_pytest_passes(
 
 
 async def test_a_test_that_is_never_collected_fails_the_criterion(tmp_path: Path) -> None:
-    # The subject hides a criterion test by deleting it from the test module at import.
-    write(
-        tmp_path / "calc.py",
-        "import sys\n"
-        "def add(a, b):\n    return a + b\n"
-        "class _Vanish:\n"
-        "    def __del__(self): pass\n"
-        "mod = sys.modules.get('test_criterion')\n"
-        "if mod is not None and hasattr(mod, 'TestSigns'):\n"
-        "    del mod.TestSigns\n",
-    )
-    tests = "import calc\n\ndef test_adds():\n    assert calc.add(1, 1) == 2\n\n" + (
+    # The criterion imports the subject after defining its tests; the subject then
+    # deletes one of them from the test module, so pytest never collects it.
+    tests = (
+        "def test_adds():\n    assert calc.add(1, 1) == 2\n\n"
         "class TestSigns:\n    def test_negative(self):\n        assert calc.add(-1, -1) == -2\n"
+        "\nimport calc\n"
     )
-    # calc is imported at the top of the test module, before TestSigns exists, so the
-    # deletion is a no-op here; delete after definition by a lazy import instead:
-    lazy = tests.replace("import calc\n", "") + "\nimport calc\n"
     write(
         tmp_path / "calc.py",
         "import sys\ndef add(a, b):\n    return a + b\n"
-        "mod = sys.modules.get('test_criterion')\n"
-        "if mod is not None:\n    del mod.TestSigns\n",
+        "del sys.modules['test_criterion'].TestSigns\n",
     )
 
-    result = await PytestPasses(lazy).check(workspace(tmp_path))
+    result = await PytestPasses(tests).check(workspace(tmp_path))
 
     assert not result.passed
     assert "TestSigns::test_negative: did not run" in result.output
