@@ -246,7 +246,10 @@ def _open_store(kind: str, work: Workdir, index: int) -> Store:
 
 def _remove_store_files(work: Workdir) -> None:
     for path in work.stores.iterdir():
-        path.unlink()
+        if path.is_dir():
+            shutil.rmtree(path)  # the store's leases folder
+        else:
+            path.unlink()
 
 
 def one_run(

@@ -1,0 +1,23 @@
+"""The benchmark scripts keep running as the code changes (figures are not asserted)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).parent.parent / "bench"
+
+
+def test_the_step_overhead_benchmark_runs_and_prints_its_figures() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "step_overhead.py"), "--steps", "12", "--runs", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    for label in ("[full]", "[normal]", "[memory]", "harness cost per step", "split commit"):
+        assert label in done.stdout
