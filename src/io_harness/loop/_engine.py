@@ -8,26 +8,22 @@ transaction → hand its events to the observer.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
-import random
 import time
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from io_harness.contract import TaskContract
 from io_harness.errors import ProviderError
+from io_harness.loop._calls import ProviderCaller, Unanswered
 from io_harness.loop._context import failing_check_message
 from io_harness.loop._outcome import RunOutcome, RunResult, error_to_json
 from io_harness.messages import (
     CompletionRequest,
-    CompletionResponse,
     Message,
     ToolResult,
     ToolSpec,
-    Usage,
 )
 from io_harness.observe import (
     Observer,
@@ -45,7 +41,6 @@ from io_harness.store import Store
 from io_harness.store._records import (
     EventRow,
     Finish,
-    ProviderAttempt,
     StepRecord,
     StoredRun,
     ToolCallRow,
@@ -57,20 +52,6 @@ from io_harness.verify import VerificationResult
 __all__ = ["MAX_OUTPUT_TOKENS", "Engine"]
 
 MAX_OUTPUT_TOKENS = 8192
-_BACKOFF_BASE_SECONDS = 1.0
-_BACKOFF_CAP_SECONDS = 30.0
-
-
-class _WallTimeUp(Exception):
-    """The wall-time budget ended a provider call in flight."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Stop:
-    """A provider call that will not be answered: the outcome it ends the run with."""
-
-    outcome: RunOutcome
-    error: ProviderError | None
 
 
 def run_started(
@@ -85,14 +66,6 @@ def run_started(
         model=provider.model,
         resumed=resumed,
     )
-
-
-def backoff_delay(attempt: int, error: ProviderError) -> float:
-    """Seconds before retry ``attempt``: the provider's wish, else exponential with jitter."""
-    if error.retry_after is not None:
-        return max(0.0, error.retry_after)
-    ceiling = min(_BACKOFF_CAP_SECONDS, _BACKOFF_BASE_SECONDS * 2.0 ** (attempt - 1))
-    return ceiling * random.uniform(0.5, 1.0)
 
 
 class Engine:
@@ -123,6 +96,9 @@ class Engine:
             stored.started_at + budget.max_wall_seconds
             if budget.max_wall_seconds is not None
             else None
+        )
+        self.caller = ProviderCaller(
+            provider, self.run_id, contract.budget.max_retries, self.wall_end, self._emit
         )
         self.last_error: ProviderError | None = None
         self.check_pending = False
@@ -191,8 +167,8 @@ class Engine:
             max_tokens=MAX_OUTPUT_TOKENS,
             temperature=None,
         )
-        answer = await self._call(request, record, events)
-        if isinstance(answer, _Stop):
+        answer = await self.caller.call(request, record, events)
+        if isinstance(answer, Unanswered):
             self.last_error = answer.error
             return answer.outcome
         step = record.step
@@ -299,95 +275,6 @@ class Engine:
         if not result.passed and trigger == "turn_ended":
             record.messages.append(failing_check_message(result))
         return result.passed
-
-    # -- the provider call ---------------------------------------------------------
-
-    async def _call(
-        self, request: CompletionRequest, record: StepRecord, events: list[RunEvent]
-    ) -> CompletionResponse | _Stop:
-        retries = self.contract.budget.max_retries
-        for attempt in range(1, retries + 2):
-            started, clock = time.time(), time.monotonic()
-            error: ProviderError
-            try:
-                response = await self._ask(request)
-            except _WallTimeUp:
-                error = ProviderError("timeout", "the wall-time budget ran out during the call")
-                record.attempts.append(self._attempt(attempt, started, clock, error=error))
-                return _Stop(RunOutcome.TIME_BUDGET_EXCEEDED, error)
-            except ProviderError as exc:
-                error = exc
-            else:
-                record.attempts.append(self._attempt(attempt, started, clock, response=response))
-                return response
-            record.attempts.append(self._attempt(attempt, started, clock, error=error))
-            if not error.transient or attempt > retries:
-                return _Stop(RunOutcome.PROVIDER_FAILED, error)
-            delay = backoff_delay(attempt, error)
-            if self.wall_end is not None and time.time() + delay >= self.wall_end:
-                return _Stop(RunOutcome.TIME_BUDGET_EXCEEDED, error)
-            retrying = Retrying(
-                run_id=self.run_id,
-                step=record.step,
-                attempt=attempt + 1,
-                error_kind=error.kind,
-                message=error.message,
-                delay=delay,
-            )
-            events.append(retrying)
-            await self._emit([retrying])
-            await asyncio.sleep(delay)
-        raise AssertionError("unreachable: the last attempt returns")
-
-    async def _ask(self, request: CompletionRequest) -> CompletionResponse:
-        # Anything a provider raises besides ProviderError is a provider defect; the
-        # run ends with it as a typed failure instead of crashing the caller.
-        try:
-            if self.wall_end is None:
-                response = await self.provider.complete(request)
-            else:
-                remaining = self.wall_end - time.time()
-                response = await asyncio.wait_for(self.provider.complete(request), remaining)
-        except ProviderError:
-            raise
-        except TimeoutError as exc:
-            if self.wall_end is not None and time.time() >= self.wall_end:
-                raise _WallTimeUp from None
-            raise ProviderError("timeout", f"the provider timed out: {exc}") from exc
-        except Exception as exc:
-            raise ProviderError(
-                "bad_request", f"the provider raised {type(exc).__name__}: {exc}"
-            ) from exc
-        if not isinstance(response, CompletionResponse):
-            raise ProviderError(
-                "bad_request",
-                f"the provider returned {type(response).__name__}, not a CompletionResponse",
-            )
-        return response
-
-    def _attempt(
-        self,
-        attempt: int,
-        started: float,
-        clock: float,
-        *,
-        response: CompletionResponse | None = None,
-        error: ProviderError | None = None,
-    ) -> ProviderAttempt:
-        return ProviderAttempt(
-            attempt=attempt,
-            provider=self.provider.name,
-            model=response.model
-            if response is not None and response.model
-            else self.provider.model,
-            started_at=started,
-            latency=time.monotonic() - clock,
-            usage=response.usage if response is not None else Usage(),
-            finish_reason=response.finish_reason if response is not None else None,
-            error_kind=error.kind if error is not None else None,
-            error_status=error.status if error is not None else None,
-            error_message=error.message if error is not None else None,
-        )
 
     # -- ending and telling --------------------------------------------------------
 
