@@ -112,7 +112,7 @@ async def test_the_whole_process_group_is_killed_at_the_timeout(tmp_path: Path) 
         f"open({str(marker)!r}, 'w').write(str(child.pid))\n"
         "time.sleep(60)\n"
     )
-    result = await Command(["python", "-c", script], timeout=1.5).check(workspace(tmp_path))
+    result = await Command(["python", "-c", script], timeout=4).check(workspace(tmp_path))
 
     assert not result.passed
     assert "killed at the timeout" in result.output
