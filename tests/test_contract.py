@@ -26,7 +26,7 @@ def toml(path: Path, text: str) -> Path:
 
 def test_a_workspace_contract_from_toml_resolves_paths_against_its_folder(tmp_path: Path) -> None:
     (tmp_path / "checks").mkdir()
-    (tmp_path / "checks" / "test_it.py").write_text("def test_x():\n    assert True\n")
+    (tmp_path / "checks" / "test_it.py").write_text("def test_x():\n    assert 1 + 1 == 2\n")
     path = toml(
         tmp_path / "contract.toml",
         """
@@ -59,7 +59,7 @@ def test_a_workspace_contract_from_toml_resolves_paths_against_its_folder(tmp_pa
         tmp_path / "repo",
         AllOf(
             Command(["python", "-m", "pytest"], timeout=60),
-            PytestPasses("def test_x():\n    assert True\n"),
+            PytestPasses("def test_x():\n    assert 1 + 1 == 2\n"),
         ),
         constraints=["keep the API"],
         budget=Budget(max_steps=12, max_tokens=50000),

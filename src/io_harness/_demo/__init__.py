@@ -9,10 +9,12 @@ prompts or tool output.
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 from pathlib import Path
 
-__all__ = ["CASSETTE", "CONTRACT", "PROJECT", "prepare"]
+__all__ = ["CASSETTE", "CONTRACT", "PROJECT", "prepare", "use_this_python"]
 
 _HERE = Path(__file__).parent
 PROJECT = _HERE / "project"
@@ -25,3 +27,8 @@ def prepare(folder: Path) -> Path:
     shutil.copytree(PROJECT, folder / "project", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy2(CONTRACT, folder / "contract.toml")
     return folder / "contract.toml"
+
+
+def use_this_python() -> None:
+    """Put the running interpreter first on ``PATH``: the demo's criterion runs ``python``."""
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"

@@ -8,13 +8,11 @@ strictly and refuses a request that differs from the recording.
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 import tempfile
 from pathlib import Path
 
 from io_harness import Record, RunOutcome, Store, TaskContract, Usage, run
-from io_harness._demo import CASSETTE, prepare
+from io_harness._demo import CASSETTE, prepare, use_this_python
 from io_harness.testing import ScriptedProvider, call, reply
 
 FIX_WORD_COUNT = (
@@ -77,8 +75,7 @@ def script() -> ScriptedProvider:
 async def _record(cassette: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="ioh-record-") as scratch:
         contract = TaskContract.from_toml(prepare(Path(scratch) / "demo"))
-        # The criterion runs `python`: the interpreter running this script.
-        os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+        use_this_python()
         result = await run(contract, Record(script(), cassette), store=Store.memory())
     if result.outcome is not RunOutcome.SUCCESS:
         raise SystemExit(f"the scripted demo did not succeed: {result}")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 import tempfile
 from collections.abc import Callable, Coroutine, Sequence
@@ -19,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from io_harness import __version__
-from io_harness._demo import CASSETTE, prepare
+from io_harness._demo import CASSETTE, prepare, use_this_python
 from io_harness.cli._render import LiveReport, render_result, render_runs, render_trace
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, HarnessError
@@ -161,8 +160,7 @@ def _cmd_demo(args: argparse.Namespace, console: Console) -> int:
             f"({CASSETTE.name}); the tools, the workspace and the pytest check are real."
         )
     console.print(f"project: {folder / 'project'}\ncontract: {contract_path}\n")
-    # The criterion runs `python -m pytest`: let `python` be the interpreter running ioh.
-    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    use_this_python()
     with Store.open(args.store) as store:
         result = _drive(
             console, lambda report: run(contract, provider, store=store, observer=report)

@@ -18,7 +18,7 @@ from io_harness.contract import TaskContract
 from io_harness.errors import ProviderError
 from io_harness.loop._calls import ProviderCaller, Unanswered
 from io_harness.loop._context import failing_check_message
-from io_harness.loop._outcome import RunOutcome, RunResult, error_to_json
+from io_harness.loop._outcome import RunOutcome, RunResult
 from io_harness.messages import (
     CompletionRequest,
     Message,
@@ -282,7 +282,7 @@ class Engine:
         record.finish = Finish(
             outcome=outcome.value,
             finished_at=time.time(),
-            error_json=error_to_json(self.last_error),
+            error_json=json.dumps(self.last_error.to_dict()) if self.last_error else None,
         )
         return RunFinished(
             run_id=self.run_id,

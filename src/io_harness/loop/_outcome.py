@@ -60,15 +60,5 @@ class RunResult:
             steps=run.steps,
             usage=run.usage,
             verification=verification,
-            error=error_from_json(run.error_json),
+            error=ProviderError.from_dict(json.loads(run.error_json)) if run.error_json else None,
         )
-
-
-def error_to_json(error: ProviderError | None) -> str | None:
-    """A provider error as the store keeps it."""
-    return None if error is None else json.dumps(error.to_dict())
-
-
-def error_from_json(text: str | None) -> ProviderError | None:
-    """The provider error a stored run ended with."""
-    return ProviderError.from_dict(json.loads(text)) if text else None

@@ -7,7 +7,6 @@ back. A step's records are committed together or not at all.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -165,8 +164,3 @@ class RunSummary(BaseModel):
     model: str
     started_at: float
     finished_at: float | None
-
-
-def row_dict(keys: tuple[str, ...], row: tuple[Any, ...]) -> dict[str, Any]:
-    """A result row as a mapping of its column names."""
-    return dict(zip(keys, row, strict=True))

@@ -21,7 +21,6 @@ from io_harness.store._records import (
     RunSummary,
     StepRecord,
     StoredRun,
-    row_dict,
 )
 from io_harness.store._schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -40,6 +39,11 @@ _RUN_COLUMNS = (
     "id", "goal", "contract", "system_prompt", "tools", "provider", "model", "status",
     "outcome", "steps", *_USAGE_COLUMNS, "started_at", "finished_at", "error",
 )  # fmt: skip
+
+
+def row_dict(keys: tuple[str, ...], row: tuple[Any, ...]) -> dict[str, Any]:
+    """A result row as a mapping of its column names."""
+    return dict(zip(keys, row, strict=True))
 
 
 def _usage_values(usage: Usage) -> tuple[int, ...]:

@@ -16,10 +16,10 @@ from pydantic import Field
 from io_harness.tools._base import A, Args, Tool, ToolFailure, ToolOutcome
 from io_harness.tools._text import (
     READ_CEILING_BYTES,
-    number_lines,
+    read_numbered,
     read_text,
-    read_window,
     split_lines,
+    write_reported,
     write_text,
 )
 from io_harness.tools._workspace import PathRefused, Workspace
@@ -64,12 +64,7 @@ class ReadFile(_InWorkspace[ReadFileArgs]):
 
     async def invoke(self, args: ReadFileArgs) -> ToolOutcome:
         path = self.workspace.resolve(args.path)
-        if args.offset is None and args.limit is None:
-            text = read_text(path, args.path)
-            if not text:
-                return ToolOutcome(f"{args.path} is empty")
-            return ToolOutcome(number_lines(split_lines(text), 1))
-        return ToolOutcome(read_window(path, args.path, args.offset or 1, args.limit))
+        return ToolOutcome(read_numbered(path, args.path, args.offset, args.limit))
 
 
 class WriteFileArgs(Args):
@@ -83,11 +78,7 @@ class WriteFile(_InWorkspace[WriteFileArgs]):
     args = WriteFileArgs
 
     async def invoke(self, args: WriteFileArgs) -> ToolOutcome:
-        path = self.workspace.resolve(args.path)
-        verb = write_text(path, args.content, args.path)
-        size = len(args.content.encode("utf-8"))
-        changed = () if verb == "unchanged" else (args.path,)
-        return ToolOutcome(f"{args.path} {verb} ({size} bytes)", changed=changed)
+        return write_reported(self.workspace.resolve(args.path), args.content, args.path)
 
 
 class EditFileArgs(Args):

@@ -8,14 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from io_harness.tools._base import Args, Tool, ToolOutcome
-from io_harness.tools._text import (
-    READ_CEILING_BYTES,
-    number_lines,
-    read_text,
-    read_window,
-    split_lines,
-    write_text,
-)
+from io_harness.tools._text import READ_CEILING_BYTES, read_numbered, write_reported
 
 __all__ = ["single_file_tools"]
 
@@ -43,12 +36,7 @@ class _ReadTheFile(Tool[_ReadArgs]):
     async def invoke(self, args: _ReadArgs) -> ToolOutcome:
         if not self.path.exists():
             return ToolOutcome(f"{self.path.name} does not exist yet; create it with write_file")
-        if args.offset is not None or args.limit is not None:
-            return ToolOutcome(read_window(self.path, self.path.name, args.offset or 1, args.limit))
-        text = read_text(self.path, self.path.name)
-        if not text:
-            return ToolOutcome(f"{self.path.name} is empty")
-        return ToolOutcome(number_lines(split_lines(text), 1))
+        return ToolOutcome(read_numbered(self.path, self.path.name, args.offset, args.limit))
 
 
 class _WriteTheFile(Tool[_ContentArgs]):
@@ -60,10 +48,7 @@ class _WriteTheFile(Tool[_ContentArgs]):
         self.path = path
 
     async def invoke(self, args: _ContentArgs) -> ToolOutcome:
-        verb = write_text(self.path, args.content, self.path.name)
-        size = len(args.content.encode("utf-8"))
-        changed = () if verb == "unchanged" else (self.path.name,)
-        return ToolOutcome(f"{self.path.name} {verb} ({size} bytes)", changed=changed)
+        return write_reported(self.path, args.content, self.path.name)
 
 
 def single_file_tools(path: Path) -> list[Tool[Any]]:

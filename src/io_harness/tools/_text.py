@@ -13,17 +13,19 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from io_harness.tools._base import ToolFailure
+from io_harness.tools._base import ToolFailure, ToolOutcome
 
 __all__ = [
     "PARTIAL_SUFFIX",
     "READ_CEILING_BYTES",
     "WriteVerb",
     "number_lines",
+    "read_numbered",
     "read_text",
     "read_window",
     "remove_partial_writes",
     "split_lines",
+    "write_reported",
     "write_text",
 ]
 
@@ -140,6 +142,14 @@ def read_window(path: Path, shown_as: str, first: int, count: int | None) -> str
     return f"[{shown_as}: lines {first}-{last} of {total}]\n" + number_lines(window, first)
 
 
+def read_numbered(path: Path, shown_as: str, offset: int | None, limit: int | None) -> str:
+    """What ``read_file`` shows: the whole file numbered, or a window when one is asked for."""
+    if offset is not None or limit is not None:
+        return read_window(path, shown_as, offset or 1, limit)
+    text = read_text(path, shown_as)
+    return number_lines(split_lines(text), 1) if text else f"{shown_as} is empty"
+
+
 def number_lines(lines: list[str], first: int) -> str:
     """Lines prefixed with their 1-based numbers, tab-separated."""
     return "".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, start=first))
@@ -175,6 +185,14 @@ def write_text(path: Path, content: str, shown_as: str) -> WriteVerb:
         tmp.unlink(missing_ok=True)
         raise
     return "changed" if existed else "created"
+
+
+def write_reported(path: Path, content: str, shown_as: str) -> ToolOutcome:
+    """What ``write_file`` answers: the verb and size, and the file as changed unless it is not."""
+    verb = write_text(path, content, shown_as)
+    size = len(content.encode("utf-8"))
+    changed = () if verb == "unchanged" else (shown_as,)
+    return ToolOutcome(f"{shown_as} {verb} ({size} bytes)", changed=changed)
 
 
 def remove_partial_writes(files: Iterable[Path]) -> list[Path]:

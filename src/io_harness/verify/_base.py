@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,14 +61,14 @@ class VerificationResult(BaseModel):
         return self
 
 
-class CriterionBase(CheckedModel):
+class CriterionBase(CheckedModel, abc.ABC):
     """A deterministic success condition the harness checks; the model cannot."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    @abc.abstractmethod
     def describe(self) -> str:
         """The success condition as a sentence the model is shown."""
-        raise NotImplementedError
 
     def check_config(self, mode: Mode) -> None:
         """Raise :class:`ConfigError` when this criterion cannot judge a ``mode`` run."""
@@ -82,6 +83,6 @@ class CriterionBase(CheckedModel):
         """The contract modes this criterion can check."""
         return frozenset({"file", "workspace"})
 
+    @abc.abstractmethod
     async def check(self, subject: Subject) -> VerificationResult:
         """Judge the subject now."""
-        raise NotImplementedError
