@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from io_harness._validation import CheckedModel, describe_validation
 from io_harness.errors import ConfigError
+from io_harness.pricing import MICROS
 from io_harness.verify import Criterion, Mode, Subject
 
 __all__ = ["Budget", "TaskContract"]
@@ -21,7 +30,10 @@ class Budget(CheckedModel):
     ``max_steps`` counts model calls that were answered; ``max_wall_seconds``
     is real time since the run started, time between a crash and its resume
     included; ``max_tokens`` is input plus output tokens over the whole run;
-    ``max_retries`` is how many times one transient provider failure is retried.
+    ``max_retries`` is how many times one transient provider failure is retried;
+    ``max_cost`` is money over the whole run, in the currency of the
+    :class:`~io_harness.pricing.PriceTable` the run is given (a run with a
+    cost budget and no price for its model is a :class:`ConfigError`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -30,6 +42,20 @@ class Budget(CheckedModel):
     max_wall_seconds: float | None = Field(None, gt=0)
     max_tokens: int | None = Field(None, ge=1)
     max_retries: int = Field(2, ge=0)
+    max_cost: Decimal | None = Field(None, gt=0)
+
+    @field_validator("max_cost", mode="before")
+    @classmethod
+    def _exact(cls, value: object) -> object:
+        # 0.1 from TOML or Python means one tenth, not its binary neighbour.
+        return Decimal(repr(value)) if isinstance(value, float) else value
+
+    @property
+    def max_cost_micros(self) -> int | None:
+        """``max_cost`` in micro-units, rounded down (the budget never grows by rounding)."""
+        if self.max_cost is None:
+            return None
+        return int(self.max_cost * MICROS)
 
 
 class TaskContract(BaseModel):

@@ -28,12 +28,13 @@ ProviderErrorKind = Literal[
     "timeout",
     "network",
     "auth",
+    "bad_response",
     "bad_request",
     "context_overflow",
 ]
 
 TRANSIENT_KINDS: frozenset[ProviderErrorKind] = frozenset(
-    {"rate_limited", "server", "timeout", "network"}
+    {"rate_limited", "server", "timeout", "network", "bad_response"}
 )
 
 
@@ -69,8 +70,9 @@ class ProviderError(HarnessError):
     """A model provider failed to answer.
 
     ``kind`` says what failed and decides whether the harness retries:
-    ``rate_limited``, ``server``, ``timeout`` and ``network`` are transient and
-    retried; ``auth``, ``bad_request`` and ``context_overflow`` are not.
+    ``rate_limited``, ``server``, ``timeout``, ``network`` and ``bad_response``
+    (a body or stream that is malformed or cut off) are transient and retried;
+    ``auth``, ``bad_request`` and ``context_overflow`` are not.
     ``retry_after`` is the wait in seconds the provider asked for, if any.
     """
 

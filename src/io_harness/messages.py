@@ -18,6 +18,7 @@ __all__ = [
     "FinishReason",
     "Message",
     "Role",
+    "StreamDelta",
     "TextBlock",
     "ThinkingBlock",
     "ToolCall",
@@ -45,11 +46,14 @@ class ThinkingBlock(_Frozen):
     """The model's reasoning, carried back to providers that require it.
 
     ``signature`` is the vendor's opaque token for the block, when it has one.
+    A ``redacted`` block's reasoning was withheld by the vendor: ``text`` is
+    empty and ``signature`` holds the opaque data to send back.
     """
 
     type: Literal["thinking"] = "thinking"
     text: str
     signature: str | None = None
+    redacted: bool = False
 
 
 class ToolCall(_Frozen):
@@ -143,6 +147,23 @@ class CompletionRequest(_Frozen):
     tools: tuple[ToolSpec, ...] = ()
     max_tokens: int = 4096
     temperature: float | None = None
+
+
+class StreamDelta(_Frozen):
+    """A piece of an answer as it streams in, before the whole answer is known.
+
+    ``kind`` says which part grows: ``text`` and ``thinking`` carry new text;
+    ``tool_call`` carries a fragment of the JSON arguments of the call at
+    ``index`` (its place among the answer's tool calls), with ``call_id`` and
+    ``name`` on the first fragment. The text deltas of one answer, joined,
+    equal the final answer's text.
+    """
+
+    kind: Literal["text", "thinking", "tool_call"]
+    text: str = ""
+    index: int = 0
+    call_id: str | None = None
+    name: str | None = None
 
 
 class CompletionResponse(_Frozen):

@@ -21,6 +21,7 @@ class RunOutcome(enum.StrEnum):
     STEP_CAP_REACHED = "step_cap_reached"
     TIME_BUDGET_EXCEEDED = "time_budget_exceeded"
     TOKEN_BUDGET_EXCEEDED = "token_budget_exceeded"
+    COST_BUDGET_EXCEEDED = "cost_budget_exceeded"
     PROVIDER_FAILED = "provider_failed"
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Protocol, runtime_checkable
 
-from io_harness.messages import CompletionRequest, CompletionResponse
+from io_harness.messages import CompletionRequest, CompletionResponse, StreamDelta
 
-__all__ = ["Provider"]
+__all__ = ["Provider", "StreamingProvider"]
 
 
 @runtime_checkable
@@ -28,4 +29,21 @@ class Provider(Protocol):
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
         """Answer one request."""
+        ...
+
+
+@runtime_checkable
+class StreamingProvider(Provider, Protocol):
+    """A provider that can also hand over its answer piece by piece.
+
+    :meth:`stream` yields :class:`~io_harness.messages.StreamDelta` pieces as
+    they arrive and then, as its last item, the whole
+    :class:`~io_harness.messages.CompletionResponse`. A stream that ends
+    without one, or breaks, raises :class:`~io_harness.errors.ProviderError`.
+    The loop prefers :meth:`stream` when a provider has it: deltas reach
+    observers and the time to the first token is recorded.
+    """
+
+    def stream(self, request: CompletionRequest) -> AsyncIterator[StreamDelta | CompletionResponse]:
+        """Deltas as they arrive, then the complete answer."""
         ...

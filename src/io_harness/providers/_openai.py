@@ -1,0 +1,337 @@
+"""The Chat Completions family: OpenAI, OpenRouter and any OpenAI-compatible server.
+
+One class does the work; the vendors differ only in class attributes (which
+environment variables to read, the default base URL, whether the token cap
+is sent as ``max_completion_tokens`` or ``max_tokens``, extra headers). Every
+call streams, with ``stream_options.include_usage`` so the final chunk
+carries the token counts; the wire mapping lives in
+:mod:`io_harness.providers._openai_wire`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncGenerator, Mapping
+from types import MappingProxyType
+from typing import Any, ClassVar, Literal, Self
+from urllib.parse import urlsplit
+
+import httpx2
+import openai
+
+from io_harness.errors import ConfigError, ProviderError
+from io_harness.messages import CompletionRequest, CompletionResponse, StreamDelta
+from io_harness.providers._http import DEFAULT_TIMEOUT_SECONDS, harness_client, provider_error
+from io_harness.providers._openai_wire import ChunkAssembler, wire_messages, wire_tools
+
+__all__ = ["PRESETS", "OpenAI", "OpenAICompatible", "OpenRouter"]
+
+PRESETS: Mapping[str, str] = MappingProxyType(
+    {
+        "ollama": "http://localhost:11434/v1",
+        "vllm": "http://localhost:8000/v1",
+        "llamacpp": "http://localhost:8080/v1",
+        "lmstudio": "http://localhost:1234/v1",
+    }
+)
+"""Local OpenAI-compatible servers by name, each with its usual base URL."""
+
+PLACEHOLDER_API_KEY = "not-needed"
+"""The key sent to a compatible server that wants none (the SDK insists on one)."""
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class OpenAI:
+    """OpenAI's Chat Completions API, streamed.
+
+    What is not given comes from the environment: ``OPENAI_API_KEY``,
+    ``OPENAI_MODEL`` and ``OPENAI_BASE_URL`` (default
+    ``https://api.openai.com/v1``). A missing key or model is a
+    :class:`~io_harness.errors.ConfigError` naming the variable. Failures
+    are :class:`~io_harness.errors.ProviderError`; the SDK never retries,
+    the loop does. Subclasses change only the class attributes below.
+    """
+
+    name: str = "openai"
+    api_key_env: ClassVar[str] = "OPENAI_API_KEY"
+    """Where the key is read from when ``api_key`` is not given."""
+    model_env: ClassVar[str] = "OPENAI_MODEL"
+    """Where the model is read from when ``model`` is not given."""
+    base_url_env: ClassVar[str] = "OPENAI_BASE_URL"
+    """Where the base URL is read from when ``base_url`` is not given."""
+    default_base_url: ClassVar[str | None] = "https://api.openai.com/v1"
+    """The base URL when neither argument nor environment gives one (None: required)."""
+    api_key_required: ClassVar[bool] = True
+    """Whether a missing key is an error (else :data:`PLACEHOLDER_API_KEY` is sent)."""
+    max_tokens_param: ClassVar[Literal["max_completion_tokens", "max_tokens"]] = (
+        "max_completion_tokens"
+    )
+    """The request field that carries the token cap."""
+    extra_headers: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    """Headers sent with every request, besides the SDK's own."""
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    ) -> None:
+        key = api_key or os.environ.get(self.api_key_env) or None
+        if key is None and self.api_key_required:
+            raise ConfigError(f"no API key: pass api_key= or set {self.api_key_env}")
+        chosen = model or os.environ.get(self.model_env) or None
+        if chosen is None:
+            raise ConfigError(f"no model: pass model= or set {self.model_env}")
+        url = base_url or os.environ.get(self.base_url_env) or self.default_base_url
+        if not url:
+            raise ConfigError(f"no base URL: pass base_url= or set {self.base_url_env}")
+        if not timeout > 0:
+            raise ConfigError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        self.model: str = chosen
+        self.base_url: str = url.rstrip("/")
+        self.timeout = float(timeout)
+        self.headers: dict[str, str] = dict(self.extra_headers)
+        self._endpoint = _endpoint(self.base_url)
+        self._api_key = key or PLACEHOLDER_API_KEY
+        self._secrets: tuple[str, ...] = (key,) if key else ()
+        self._client: openai.AsyncOpenAI | None = None
+        self._http: httpx2.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._keeper: asyncio.Task[None] | None = None
+
+    @classmethod
+    def from_env(cls, **kwargs: Any) -> Self:
+        """The provider configured from the environment; ``kwargs`` override it."""
+        return cls(**kwargs)
+
+    def __repr__(self) -> str:
+        kind = type(self).__name__
+        return f"{kind}(name={self.name!r}, model={self.model!r}, base_url={self.base_url!r})"
+
+    def endpoints(self) -> tuple[str, ...]:
+        """The one host this provider dials, as ``host:port``."""
+        return (self._endpoint,)
+
+    async def complete(self, request: CompletionRequest) -> CompletionResponse:
+        """Answer one request: :meth:`stream` consumed to its final response."""
+        final: CompletionResponse | None = None
+        async with contextlib.aclosing(self.stream(request)) as items:
+            async for item in items:
+                if isinstance(item, CompletionResponse):
+                    final = item
+        if final is None:  # pragma: no cover - stream() always ends with one or raises
+            raise ProviderError("bad_response", "the answer stream ended without a response")
+        return final
+
+    async def stream(
+        self, request: CompletionRequest
+    ) -> AsyncGenerator[StreamDelta | CompletionResponse, None]:
+        """Deltas as the chunks arrive, then the whole answer.
+
+        Text deltas joined equal the answer's text. Raises
+        :class:`~io_harness.errors.ProviderError` for any failure, including
+        a stream that breaks off or ends before the model finished.
+        """
+        assembler = ChunkAssembler(request)
+        try:
+            client = self._client_for_this_loop()
+            chunks = await client.chat.completions.create(
+                model=request.model,
+                messages=wire_messages(request),
+                stream=True,
+                stream_options={"include_usage": True},
+                tools=wire_tools(request.tools) if request.tools else openai.omit,
+                temperature=request.temperature if request.temperature is not None else openai.omit,
+                max_completion_tokens=(
+                    request.max_tokens
+                    if self.max_tokens_param == "max_completion_tokens"
+                    else openai.omit
+                ),
+                max_tokens=(
+                    request.max_tokens if self.max_tokens_param == "max_tokens" else openai.omit
+                ),
+            )
+            async with chunks:
+                async for chunk in chunks:
+                    for delta in assembler.feed(chunk):
+                        yield delta
+        except Exception as exc:
+            error = self._failure(exc)
+            if self._leaks_secret(exc):
+                raise error from None  # a traceback would print the key
+            raise error from exc
+        yield assembler.finish()
+
+    async def aclose(self) -> None:
+        """Close the HTTP client; the next call makes a new one."""
+        http, loop, keeper = self._http, self._loop, self._keeper
+        self._client = self._http = self._loop = self._keeper = None
+        if http is None:
+            return
+        if loop is asyncio.get_running_loop():
+            if keeper is not None:
+                keeper.cancel()
+            await http.aclose()
+        # A client of another loop was closed when that loop ended (see _close_at_loop_end).
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def _client_for_this_loop(self) -> openai.AsyncOpenAI:
+        """The SDK client for the running event loop, made on first use in each loop."""
+        loop = asyncio.get_running_loop()
+        if (
+            self._client is not None
+            and self._http is not None
+            and self._loop is loop
+            and not self._http.is_closed
+        ):
+            return self._client
+        # Connections belong to the loop that opened them: a new loop needs a new client.
+        if self._keeper is not None and self._loop is loop:
+            self._keeper.cancel()  # this loop's old client, closed by the user
+        self._http = harness_client(self.timeout)
+        self._loop = loop
+        self._keeper = loop.create_task(
+            _close_at_loop_end(self._http), name=f"io-harness {self.name} HTTP client"
+        )
+        self._client = openai.AsyncOpenAI(
+            api_key=self._api_key,
+            base_url=self.base_url,
+            http_client=self._http,
+            max_retries=0,
+            default_headers=self.headers or None,
+        )
+        return self._client
+
+    def _leaks_secret(self, exc: BaseException) -> bool:
+        """Whether ``exc`` or what it wraps says the API key out loud."""
+        texts: list[str] = []
+        seen: BaseException | None = exc
+        while seen is not None and len(texts) < 20:
+            texts.extend((str(seen), repr(seen), repr(getattr(seen, "body", None))))
+            seen = seen.__cause__ or seen.__context__
+        return any(secret in text for secret in self._secrets for text in texts)
+
+    def _failure(self, exc: BaseException) -> ProviderError:
+        """``exc`` as a typed error, with the key scrubbed from its message."""
+        return provider_error(exc, secrets=self._secrets)
+
+
+class OpenRouter(OpenAI):
+    """OpenRouter's Chat Completions API, with its attribution headers.
+
+    Reads ``OPENROUTER_API_KEY``, ``OPENROUTER_MODEL`` and
+    ``OPENROUTER_BASE_URL`` (default ``https://openrouter.ai/api/v1``);
+    ``app_url`` and ``app_name`` are sent as ``HTTP-Referer`` and ``X-Title``.
+    """
+
+    name = "openrouter"
+    api_key_env = "OPENROUTER_API_KEY"
+    model_env = "OPENROUTER_MODEL"
+    base_url_env = "OPENROUTER_BASE_URL"
+    default_base_url = "https://openrouter.ai/api/v1"
+    max_tokens_param = "max_tokens"
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        app_url: str = "https://github.com/io-harness/io-harness",
+        app_name: str = "io-harness",
+    ) -> None:
+        super().__init__(model, api_key=api_key, base_url=base_url, timeout=timeout)
+        self.headers.update({"HTTP-Referer": app_url, "X-Title": app_name})
+
+
+class OpenAICompatible(OpenAI):
+    """Any server that speaks Chat Completions: Ollama, vLLM, llama.cpp, LM Studio...
+
+    The base URL is required (``base_url=`` or ``OPENAI_COMPATIBLE_BASE_URL``);
+    the key is optional (``OPENAI_COMPATIBLE_API_KEY``, else a placeholder);
+    the model comes from ``model=`` or ``OPENAI_COMPATIBLE_MODEL``. ``name``
+    labels the provider in traces; :meth:`preset` fills it and the URL for a
+    known local server.
+    """
+
+    name = "compatible"
+    api_key_env = "OPENAI_COMPATIBLE_API_KEY"
+    model_env = "OPENAI_COMPATIBLE_MODEL"
+    base_url_env = "OPENAI_COMPATIBLE_BASE_URL"
+    default_base_url = None
+    api_key_required = False
+    max_tokens_param = "max_tokens"
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(model, api_key=api_key, base_url=base_url, timeout=timeout)
+        if name is not None:
+            self.name = name
+
+    @classmethod
+    def preset(
+        cls,
+        name: str,
+        *,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    ) -> Self:
+        """A provider for a known local server (see :data:`PRESETS`), named after it."""
+        if name not in PRESETS:
+            raise ConfigError(f"unknown preset {name!r}; known presets: {', '.join(PRESETS)}")
+        return cls(
+            model,
+            api_key=api_key,
+            base_url=base_url or PRESETS[name],
+            timeout=timeout,
+            name=name,
+        )
+
+
+async def _close_at_loop_end(http: httpx2.AsyncClient) -> None:
+    """Wait until cancelled, then close ``http``.
+
+    ``asyncio.run`` (and every ``asyncio.Runner``) cancels the tasks still
+    pending when its main coroutine returns, so a client nobody closed still
+    releases its pooled connections before their loop is gone.
+    """
+    try:
+        await asyncio.get_running_loop().create_future()
+    finally:
+        await http.aclose()
+
+
+def _endpoint(base_url: str) -> str:
+    """``host:port`` of a base URL, the port defaulted from its scheme."""
+    parts = urlsplit(base_url)
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        raise ConfigError(f"base URL must be an http:// or https:// URL, not {base_url!r}")
+    try:
+        port = parts.port or _DEFAULT_PORTS[scheme]
+    except ValueError as exc:
+        raise ConfigError(f"base URL {base_url!r} has a bad port") from exc
+    host = parts.hostname
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    return f"{host}:{port}"
