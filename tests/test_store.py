@@ -21,6 +21,7 @@ from io_harness import (
     run,
 )
 from io_harness.store._records import StepRecord
+from io_harness.store._schema import MIGRATIONS, SCHEMA_VERSION
 from io_harness.testing import ScriptedProvider, call, reply
 
 
@@ -41,8 +42,32 @@ def test_a_new_store_records_its_schema_version(tmp_path: Path) -> None:
     Store.open(tmp_path / "runs.db").close()
 
     with contextlib.closing(sqlite3.connect(tmp_path / "runs.db")) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (1,)
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+async def test_a_version_1_store_is_migrated_with_its_runs_intact(tmp_path: Path) -> None:
+    # A store as the first release wrote it: only the version 1 schema, one run in it.
+    path = tmp_path / "runs.db"
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.executescript(MIGRATIONS[0])
+        db.execute("PRAGMA user_version = 1")
+        db.execute(
+            "INSERT INTO runs (id, goal, contract, system_prompt, tools, provider, model, status,"
+            " outcome, steps, input_tokens, output_tokens, started_at, finished_at)"
+            " VALUES ('old', 'g', '{}', 's', '[]', 'scripted', 'm', 'finished', 'success', 2,"
+            " 10, 5, 1.0, 2.0)"
+        )
+        db.commit()
+
+    with Store.open(path) as store:
+        (old,) = store.runs()
+        assert (old.id, old.tokens, old.cost_micros, old.unpriced_calls) == ("old", 15, 0, 0)
+        result = await run(contract(tmp_path), listing(), store=store)
+        calls = store.trace(result.run_id).provider_calls
+        assert {"served_model", "time_to_first_token", "cost_micros"} <= set(calls[0])
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
 
 
 def test_a_store_written_by_a_newer_version_is_a_resume_error(tmp_path: Path) -> None:

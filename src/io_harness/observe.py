@@ -2,7 +2,10 @@
 
 Each event is a pydantic model tagged by ``kind``. The loop stores a step's
 events in the step's transaction and hands them to the observer after that
-commit, so an observer never sees a step the store does not hold.
+commit, so an observer never sees a step the store does not hold. Three kinds
+reach the observer as they happen instead: :class:`RunStarted`,
+:class:`Retrying` and :class:`TokenStreamed`; the last is never stored (the
+answer it is part of is).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from io_harness.messages import Usage
+from io_harness.messages import StreamDelta, Usage
 
 __all__ = [
     "Observer",
@@ -21,6 +24,7 @@ __all__ = [
     "RunFinished",
     "RunStarted",
     "StepFinished",
+    "TokenStreamed",
     "ToolCalled",
     "Trigger",
     "Verified",
@@ -59,6 +63,15 @@ class Retrying(_Event):
     delay: float
 
 
+class TokenStreamed(_Event):
+    """A piece of the model's answer arrived (live only: not stored)."""
+
+    kind: Literal["token"] = "token"
+    provider: str
+    attempt: int
+    delta: StreamDelta
+
+
 class ToolCalled(_Event):
     """A tool call ran (or was refused) and produced an observation."""
 
@@ -90,6 +103,12 @@ class StepFinished(_Event):
     total_usage: Usage
     tool_calls: int
     text: str = ""
+    provider: str = ""
+    """The provider that answered (with a Fallback, the member that did)."""
+    cost_micros: int | None = None
+    """What the step's model calls cost; ``None`` when one had no price."""
+    total_cost_micros: int = 0
+    """The run's priced spend so far."""
 
 
 class RunFinished(_Event):
@@ -100,10 +119,12 @@ class RunFinished(_Event):
     steps: int
     usage: Usage
     error: str | None = None
+    cost_micros: int = 0
+    unpriced_calls: int = 0
 
 
 RunEvent = Annotated[
-    RunStarted | Retrying | ToolCalled | Verified | StepFinished | RunFinished,
+    RunStarted | Retrying | TokenStreamed | ToolCalled | Verified | StepFinished | RunFinished,
     Field(discriminator="kind"),
 ]
 """Any run event."""

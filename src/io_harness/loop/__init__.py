@@ -23,7 +23,8 @@ from io_harness.loop._context import system_prompt, task_message
 from io_harness.loop._engine import Engine, event_row, run_started
 from io_harness.loop._outcome import RunOutcome, RunResult
 from io_harness.observe import Observer
-from io_harness.providers import Provider
+from io_harness.pricing import PriceTable
+from io_harness.providers import Provider, members_of
 from io_harness.store import Store
 from io_harness.store._records import NewRun
 from io_harness.tools import Toolbox, Workspace, single_file_tools, workspace_tools
@@ -50,6 +51,18 @@ def _toolbox(contract: TaskContract) -> Toolbox:
     return Toolbox(workspace_tools(workspace))
 
 
+def _check_prices(contract: TaskContract, provider: Provider, prices: PriceTable | None) -> None:
+    """A cost budget needs a price for every model the run may ask."""
+    if contract.budget.max_cost is None:
+        return
+    for member in members_of(provider):
+        if prices is None or prices.price_for(member.model) is None:
+            raise ConfigError(
+                f"the budget has max_cost but {member.name} model {member.model!r} has no "
+                "price; give run() a PriceTable (ioh: --prices FILE) that prices it"
+            )
+
+
 def _check_provider(provider: object) -> None:
     if not isinstance(provider, Provider):
         raise ConfigError(
@@ -71,6 +84,7 @@ async def run(
     store: Store | None = None,
     run_id: str | None = None,
     observer: Observer | None = None,
+    prices: PriceTable | None = None,
 ) -> RunResult:
     """Run the agent on ``contract`` until the criterion passes or a budget ends it.
 
@@ -78,16 +92,19 @@ async def run(
     before the next begins. ``run_id`` names the run (an id already in the
     store is a :class:`ConfigError`); by default one is generated.
     ``observer`` receives each :data:`~io_harness.observe.RunEvent`.
+    ``prices`` prices each model call; without it calls are counted as
+    unpriced, and a contract with ``budget.max_cost`` is a :class:`ConfigError`.
 
     Configuration mistakes raise :class:`ConfigError` before any provider call;
     everything that happens after is in the returned :class:`RunResult`.
     """
     _check_provider(provider)
     contract.check()
+    _check_prices(contract, provider, prices)
     store = store if store is not None else Store.memory()
     run_id = run_id or new_run_id()
     with store.lease(run_id):
-        return await _start(contract, provider, store, run_id, observer)
+        return await _start(contract, provider, store, run_id, observer, prices)
 
 
 async def _start(
@@ -96,6 +113,7 @@ async def _start(
     store: Store,
     run_id: str,
     observer: Observer | None,
+    prices: PriceTable | None,
 ) -> RunResult:
     toolbox = _toolbox(contract)
     started_at = time.time()
@@ -115,7 +133,8 @@ async def _start(
         )
     )
     stored = store.load_run(run_id)
-    return await Engine(contract, provider, store, toolbox, stored, observer).drive(resumed=False)
+    engine = Engine(contract, provider, store, toolbox, stored, observer, prices)
+    return await engine.drive(resumed=False)
 
 
 async def resume(
@@ -124,21 +143,27 @@ async def resume(
     *,
     store: Store,
     observer: Observer | None = None,
+    prices: PriceTable | None = None,
 ) -> RunResult:
     """Continue a run from its last committed step, with the same conversation.
 
     Completed steps are not repeated, tokens already spent still count, and
     wall time counts from the run's start, downtime included. A finished run
     returns its stored result unchanged. An unknown id is a
-    :class:`ResumeError`.
+    :class:`ResumeError`. Money already spent still counts against
+    ``max_cost``; give the same ``prices`` as the run started with.
     """
     _check_provider(provider)
     with store.lease(run_id):
-        return await _continue(run_id, provider, store, observer)
+        return await _continue(run_id, provider, store, observer, prices)
 
 
 async def _continue(
-    run_id: str, provider: Provider, store: Store, observer: Observer | None
+    run_id: str,
+    provider: Provider,
+    store: Store,
+    observer: Observer | None,
+    prices: PriceTable | None,
 ) -> RunResult:
     stored = store.load_run(run_id)
     if stored.status == "finished":
@@ -151,8 +176,10 @@ async def _continue(
             f"run {run_id!r} holds a contract this version cannot read: {exc}"
         ) from None
     contract.check()
+    _check_prices(contract, provider, prices)
     toolbox = _toolbox(contract)
-    return await Engine(contract, provider, store, toolbox, stored, observer).drive(resumed=True)
+    engine = Engine(contract, provider, store, toolbox, stored, observer, prices)
+    return await engine.drive(resumed=True)
 
 
 def _sync(coroutine: Coroutine[Any, Any, T]) -> T:
@@ -171,9 +198,12 @@ def run_sync(
     store: Store | None = None,
     run_id: str | None = None,
     observer: Observer | None = None,
+    prices: PriceTable | None = None,
 ) -> RunResult:
     """:func:`run` for callers without an event loop."""
-    return _sync(run(contract, provider, store=store, run_id=run_id, observer=observer))
+    return _sync(
+        run(contract, provider, store=store, run_id=run_id, observer=observer, prices=prices)
+    )
 
 
 def resume_sync(
@@ -182,6 +212,7 @@ def resume_sync(
     *,
     store: Store,
     observer: Observer | None = None,
+    prices: PriceTable | None = None,
 ) -> RunResult:
     """:func:`resume` for callers without an event loop."""
-    return _sync(resume(run_id, provider, store=store, observer=observer))
+    return _sync(resume(run_id, provider, store=store, observer=observer, prices=prices))

@@ -36,6 +36,7 @@ from io_harness.observe import (
     Trigger,
     Verified,
 )
+from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
 from io_harness.store import Store
 from io_harness.store._records import (
@@ -47,11 +48,18 @@ from io_harness.store._records import (
     VerificationRow,
 )
 from io_harness.tools import Toolbox
+from io_harness.tools._base import ToolOutcome
 from io_harness.verify import VerificationResult
 
 __all__ = ["MAX_OUTPUT_TOKENS", "Engine"]
 
 MAX_OUTPUT_TOKENS = 8192
+_CHARS_PER_TOKEN = 4
+_CUT_OFF_CALL = (
+    "this tool call was cut off by the output token limit (finish reason: length) before "
+    "its arguments were complete, so nothing ran; send it again with less in it (for "
+    "example, write a large file in smaller edits)"
+)
 
 
 def run_started(
@@ -79,6 +87,7 @@ class Engine:
         toolbox: Toolbox,
         stored: StoredRun,
         observer: Observer | None,
+        prices: PriceTable | None = None,
     ) -> None:
         self.contract = contract
         self.provider = provider
@@ -91,6 +100,10 @@ class Engine:
         self.messages: list[Message] = list(stored.messages)
         self.steps = stored.steps
         self.usage = stored.usage
+        self.cost_micros = stored.cost_micros
+        self.unpriced_calls = stored.unpriced_calls
+        self.prices = prices
+        self.last_input_tokens: int | None = None
         budget = contract.budget
         self.wall_end = (
             stored.started_at + budget.max_wall_seconds
@@ -98,7 +111,7 @@ class Engine:
             else None
         )
         self.caller = ProviderCaller(
-            provider, self.run_id, contract.budget.max_retries, self.wall_end, self._emit
+            provider, self.run_id, budget.max_retries, self.wall_end, self._emit, prices
         )
         self.last_error: ProviderError | None = None
         self.check_pending = False
@@ -146,6 +159,8 @@ class Engine:
                     usage=self.usage,
                     verification=self.verification,
                     error=self.last_error,
+                    cost_micros=self.cost_micros,
+                    unpriced_calls=self.unpriced_calls,
                 )
 
     def _budget_outcome(self) -> RunOutcome | None:
@@ -154,6 +169,9 @@ class Engine:
             return RunOutcome.STEP_CAP_REACHED
         if budget.max_tokens is not None and self.usage.total_tokens >= budget.max_tokens:
             return RunOutcome.TOKEN_BUDGET_EXCEEDED
+        max_cost = budget.max_cost_micros
+        if max_cost is not None and self.cost_micros >= max_cost:
+            return RunOutcome.COST_BUDGET_EXCEEDED
         if self.wall_end is not None and time.time() >= self.wall_end:
             return RunOutcome.TIME_BUDGET_EXCEEDED
         return None
@@ -167,18 +185,26 @@ class Engine:
             max_tokens=MAX_OUTPUT_TOKENS,
             temperature=None,
         )
+        if not self._can_afford(request):
+            return RunOutcome.COST_BUDGET_EXCEEDED
         answer = await self.caller.call(request, record, events)
+        self.cost_micros += record.cost_micros
+        self.unpriced_calls += record.unpriced_calls
         if isinstance(answer, Unanswered):
             self.last_error = answer.error
             return answer.outcome
         step = record.step
+        self.last_input_tokens = answer.usage.input_tokens
         assistant = Message(role="assistant", content=answer.content)
         record.messages.append(assistant)
         record.usage = answer.usage
         results: list[ToolResult] = []
         changed = False
         for call in answer.tool_calls:
-            done = await self.toolbox.dispatch(call)
+            if answer.finish_reason == "length" and isinstance(call.arguments, str):
+                done = ToolOutcome(_CUT_OFF_CALL, is_error=True)
+            else:
+                done = await self.toolbox.dispatch(call)
             changed = changed or bool(done.changed)
             results.append(
                 ToolResult(tool_use_id=call.id, content=done.content, is_error=done.is_error)
@@ -230,9 +256,30 @@ class Engine:
                 total_usage=self.usage,
                 tool_calls=len(results),
                 text=assistant.text,
+                provider=record.attempts[-1].provider,
+                cost_micros=None if record.unpriced_calls else record.cost_micros,
+                total_cost_micros=self.cost_micros,
             )
         )
         return outcome or self._budget_outcome()
+
+    def _can_afford(self, request: CompletionRequest) -> bool:
+        """Whether the cost budget can cover the least the next call will cost.
+
+        The next prompt holds the last one, so it costs at least the last call's
+        input tokens (at first, the prompt's characters / 4) at the cheapest
+        input rate of the first provider to be asked.
+        """
+        max_cost = self.contract.budget.max_cost_micros
+        if max_cost is None or self.prices is None:
+            return True
+        price = self.prices.price_for(self.caller.members[0].model)
+        if price is None:
+            return True
+        tokens = self.last_input_tokens
+        if tokens is None:
+            tokens = len(request.model_dump_json()) // _CHARS_PER_TOKEN
+        return self.cost_micros + price.input_floor_micros(tokens) <= max_cost
 
     async def _verify(self, record: StepRecord, events: list[RunEvent], trigger: Trigger) -> bool:
         deadline = None
@@ -291,6 +338,8 @@ class Engine:
             steps=self.steps,
             usage=self.usage,
             error=str(self.last_error) if self.last_error is not None else None,
+            cost_micros=self.cost_micros,
+            unpriced_calls=self.unpriced_calls,
         )
 
     async def _emit(self, events: Sequence[RunEvent]) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import enum
 import json
 from dataclasses import dataclass
+from decimal import Decimal
 
 from io_harness.errors import ProviderError
 from io_harness.messages import Usage
+from io_harness.pricing import MICROS
 from io_harness.store._records import StoredRun
 from io_harness.verify import VerificationResult
 
@@ -40,6 +42,15 @@ class RunResult:
     usage: Usage
     verification: VerificationResult | None = None
     error: ProviderError | None = None
+    cost_micros: int = 0
+    """Priced spend in micro-units of the price table's currency."""
+    unpriced_calls: int = 0
+    """Answered model calls whose model had no price: spend not in ``cost_micros``."""
+
+    @property
+    def cost(self) -> Decimal:
+        """Priced spend in units of the price table's currency."""
+        return Decimal(self.cost_micros) / MICROS
 
     @property
     def succeeded(self) -> bool:
@@ -62,4 +73,6 @@ class RunResult:
             usage=run.usage,
             verification=verification,
             error=ProviderError.from_dict(json.loads(run.error_json)) if run.error_json else None,
+            cost_micros=run.cost_micros,
+            unpriced_calls=run.unpriced_calls,
         )

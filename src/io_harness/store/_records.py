@@ -65,6 +65,15 @@ class ProviderAttempt:
     error_kind: str | None = None
     error_status: int | None = None
     error_message: str | None = None
+    served_model: str | None = None
+    time_to_first_token: float | None = None
+    cost_micros: int | None = None
+    """What the attempt cost; ``None`` when its model has no price."""
+
+    @property
+    def unpriced(self) -> bool:
+        """An answered attempt whose cost is unknown (a failed one used no tokens)."""
+        return self.cost_micros is None and self.error_kind is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +131,16 @@ class StepRecord:
     finish: Finish | None = None
 
     @property
+    def cost_micros(self) -> int:
+        """The priced cost of this record's attempts."""
+        return sum(a.cost_micros or 0 for a in self.attempts)
+
+    @property
+    def unpriced_calls(self) -> int:
+        """This record's answered attempts that have no price."""
+        return sum(1 for a in self.attempts if a.unpriced)
+
+    @property
     def counts_as_step(self) -> bool:
         """Whether the model answered in this step (an answered call is a step)."""
         return bool(self.messages)
@@ -142,6 +161,8 @@ class StoredRun:
     outcome: str | None
     steps: int
     usage: Usage
+    cost_micros: int
+    unpriced_calls: int
     started_at: float
     finished_at: float | None
     error_json: str | None
@@ -160,6 +181,8 @@ class RunSummary(BaseModel):
     outcome: str | None
     steps: int
     tokens: int
+    cost_micros: int
+    unpriced_calls: int
     provider: str
     model: str
     started_at: float

@@ -57,8 +57,8 @@ CREATE TABLE provider_calls (
     run_id             TEXT NOT NULL REFERENCES runs (id),
     step               INTEGER NOT NULL,       -- the step this attempt belongs to
     attempt            INTEGER NOT NULL,       -- 1 for the first try
-    provider           TEXT NOT NULL,
-    model              TEXT NOT NULL,
+    provider           TEXT NOT NULL,          -- which provider answered (a Fallback names each)
+    model              TEXT NOT NULL,          -- the model asked for
     started_at         REAL NOT NULL,
     latency            REAL NOT NULL,          -- seconds
     input_tokens       INTEGER NOT NULL DEFAULT 0,
@@ -110,7 +110,16 @@ CREATE TABLE events (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1,)
+_V2 = """
+ALTER TABLE runs ADD COLUMN cost_micros INTEGER NOT NULL DEFAULT 0;     -- priced spend, micro-units
+ALTER TABLE runs ADD COLUMN unpriced_calls INTEGER NOT NULL DEFAULT 0;  -- answered, no price known
+ALTER TABLE steps ADD COLUMN cost_micros INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE provider_calls ADD COLUMN served_model TEXT;         -- the model that answered
+ALTER TABLE provider_calls ADD COLUMN time_to_first_token REAL;  -- seconds; NULL when not streamed
+ALTER TABLE provider_calls ADD COLUMN cost_micros INTEGER;       -- NULL: unpriced
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
 """``MIGRATIONS[n]`` takes a store from version ``n`` to ``n + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -37,7 +37,8 @@ _USAGE_COLUMNS = (
 )
 _RUN_COLUMNS = (
     "id", "goal", "contract", "system_prompt", "tools", "provider", "model", "status",
-    "outcome", "steps", *_USAGE_COLUMNS, "started_at", "finished_at", "error",
+    "outcome", "steps", *_USAGE_COLUMNS, "cost_micros", "unpriced_calls", "started_at",
+    "finished_at", "error",
 )  # fmt: skip
 
 
@@ -180,8 +181,9 @@ class SqliteStore(Store):
             db.executemany(
                 "INSERT INTO provider_calls (run_id, step, attempt, provider, model, started_at,"
                 " latency, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
-                " reasoning_tokens, finish_reason, error_kind, error_status, error_message)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " reasoning_tokens, finish_reason, error_kind, error_status, error_message,"
+                " served_model, time_to_first_token, cost_micros)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         run_id,
@@ -196,6 +198,9 @@ class SqliteStore(Store):
                         a.error_kind,
                         a.error_status,
                         a.error_message,
+                        a.served_model,
+                        a.time_to_first_token,
+                        a.cost_micros,
                     )
                     for a in record.attempts
                 ],
@@ -218,6 +223,12 @@ class SqliteStore(Store):
                     for seq, v in enumerate(record.verifications, start=1)
                 ],
             )
+            if record.attempts:
+                db.execute(
+                    "UPDATE runs SET cost_micros = cost_micros + ?,"
+                    " unpriced_calls = unpriced_calls + ? WHERE id = ?",
+                    (record.cost_micros, record.unpriced_calls, run_id),
+                )
             self._insert_events(db, run_id, record.events)
             if record.finish is not None:
                 self._finish(db, run_id, record.finish)
@@ -226,9 +237,16 @@ class SqliteStore(Store):
         usage = _usage_values(record.usage)
         db.execute(
             "INSERT INTO steps (run_id, step, started_at, finished_at, input_tokens,"
-            " output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (run_id, record.step, record.started_at, record.finished_at, *usage),
+            " output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens,"
+            " cost_micros) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                run_id,
+                record.step,
+                record.started_at,
+                record.finished_at,
+                *usage,
+                record.cost_micros,
+            ),
         )
         db.execute(
             "UPDATE runs SET steps = steps + 1, input_tokens = input_tokens + ?,"
@@ -333,6 +351,8 @@ class SqliteStore(Store):
             outcome=row["outcome"],
             steps=row["steps"],
             usage=Usage(**{c: row[c] for c in _USAGE_COLUMNS}),
+            cost_micros=row["cost_micros"],
+            unpriced_calls=row["unpriced_calls"],
             started_at=row["started_at"],
             finished_at=row["finished_at"],
             error_json=row["error"],
@@ -357,6 +377,8 @@ class SqliteStore(Store):
             outcome=row["outcome"],
             steps=row["steps"],
             tokens=row["input_tokens"] + row["output_tokens"],
+            cost_micros=row["cost_micros"],
+            unpriced_calls=row["unpriced_calls"],
             provider=row["provider"],
             model=row["model"],
             started_at=row["started_at"],
