@@ -31,6 +31,7 @@ from io_harness.messages import (
     FinishReason,
     Message,
     Role,
+    StreamDelta,
     TextBlock,
     ThinkingBlock,
     ToolCall,
@@ -45,10 +46,22 @@ from io_harness.observe import (
     RunFinished,
     RunStarted,
     StepFinished,
+    TokenStreamed,
     ToolCalled,
     Verified,
 )
-from io_harness.providers import Provider, Record, Replay
+from io_harness.pricing import Price, PriceTable
+from io_harness.providers import (
+    Anthropic,
+    Fallback,
+    OpenAI,
+    OpenAICompatible,
+    OpenRouter,
+    Provider,
+    Record,
+    Replay,
+    StreamingProvider,
+)
 from io_harness.store import RunSummary, Store, Trace
 from io_harness.verify import (
     AllOf,
@@ -67,6 +80,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AllOf",
+    "Anthropic",
     "AnyOf",
     "Budget",
     "Command",
@@ -75,6 +89,7 @@ __all__ = [
     "ConfigError",
     "ContentBlock",
     "Criterion",
+    "Fallback",
     "FileContains",
     "FileEquals",
     "FinishReason",
@@ -82,6 +97,11 @@ __all__ = [
     "McpError",
     "Message",
     "Observer",
+    "OpenAI",
+    "OpenAICompatible",
+    "OpenRouter",
+    "Price",
+    "PriceTable",
     "Provider",
     "ProviderError",
     "ProviderErrorKind",
@@ -103,9 +123,12 @@ __all__ = [
     "StepFinished",
     "StorageError",
     "Store",
+    "StreamDelta",
+    "StreamingProvider",
     "TaskContract",
     "TextBlock",
     "ThinkingBlock",
+    "TokenStreamed",
     "ToolCall",
     "ToolCalled",
     "ToolResult",

@@ -23,7 +23,9 @@ from io_harness.cli._render import LiveReport, render_result, render_runs, rende
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, HarnessError
 from io_harness.loop import RunResult, resume, run
-from io_harness.providers import SPEC_FORMS, Provider, Replay, provider_from_spec
+from io_harness.pricing import PriceTable
+from io_harness.providers import SPEC_FORMS, Provider, Replay
+from io_harness.providers._spec import provider_from_specs
 from io_harness.store import SqliteStore, Store
 
 __all__ = ["main"]
@@ -52,16 +54,28 @@ def _parser() -> argparse.ArgumentParser:
         )
         return sub
 
-    provider_help = f"the model provider: {', '.join(SPEC_FORMS)}"
+    def with_provider(sub: argparse.ArgumentParser, required: bool = True) -> None:
+        sub.add_argument(
+            "--provider",
+            action="append",
+            required=required,
+            metavar="SPEC",
+            help=f"the model provider ({', '.join(SPEC_FORMS)}); "
+            "give it again for fallbacks, asked in order",
+        )
+        sub.add_argument(
+            "--prices", type=Path, metavar="FILE", help="a price table (TOML) to count spend"
+        )
+
     sub = with_store(commands.add_parser("run", help="run a contract (TOML) to an outcome"))
     sub.add_argument("contract", type=Path, help="the contract file")
-    sub.add_argument("--provider", required=True, help=provider_help)
+    with_provider(sub)
     sub.add_argument("--run-id", help="name the run (default: generated)")
     sub.set_defaults(handler=_cmd_run)
 
     sub = with_store(commands.add_parser("resume", help="continue a run from its last step"))
     sub.add_argument("run_id")
-    sub.add_argument("--provider", required=True, help=provider_help)
+    with_provider(sub)
     sub.set_defaults(handler=_cmd_resume)
 
     sub = with_store(commands.add_parser("runs", help="list runs, newest first"))
@@ -74,9 +88,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sub = with_store(commands.add_parser("demo", help="run the bundled example offline"))
     sub.add_argument("--dir", type=Path, help="copy the example here (default: a new temp folder)")
-    sub.add_argument(
-        "--provider", help="run the demo live with this provider instead of the recording"
-    )
+    with_provider(sub, required=False)
     sub.set_defaults(handler=_cmd_demo)
     return parser
 
@@ -100,24 +112,38 @@ def _finish(console: Console, result: RunResult, args: argparse.Namespace) -> in
     return 0 if result.succeeded else EXIT_NOT_VERIFIED
 
 
+def _prices(args: argparse.Namespace) -> PriceTable | None:
+    return PriceTable.from_toml(args.prices) if args.prices else None
+
+
 def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     contract = TaskContract.from_toml(args.contract)
-    provider = provider_from_spec(args.provider)
+    provider = provider_from_specs(args.provider)
+    prices = _prices(args)
     with Store.open(args.store) as store:
         result = _drive(
             console,
             lambda report: run(
-                contract, provider, store=store, run_id=args.run_id, observer=report
+                contract,
+                provider,
+                store=store,
+                run_id=args.run_id,
+                observer=report,
+                prices=prices,
             ),
         )
     return _finish(console, result, args)
 
 
 def _cmd_resume(args: argparse.Namespace, console: Console) -> int:
-    provider = provider_from_spec(args.provider)
+    provider = provider_from_specs(args.provider)
+    prices = _prices(args)
     with _existing_store(args.store) as store:
         result = _drive(
-            console, lambda report: resume(args.run_id, provider, store=store, observer=report)
+            console,
+            lambda report: resume(
+                args.run_id, provider, store=store, observer=report, prices=prices
+            ),
         )
     return _finish(console, result, args)
 
@@ -150,9 +176,10 @@ def _cmd_demo(args: argparse.Namespace, console: Console) -> int:
     contract_path = prepare(folder)
     contract = TaskContract.from_toml(contract_path)
     provider: Provider
+    prices = _prices(args)
     if args.provider:
-        provider = provider_from_spec(args.provider)
-        console.print(f"Running the demo live with {args.provider}.")
+        provider = provider_from_specs(args.provider)
+        console.print(f"Running the demo live with {escape(', '.join(args.provider))}.")
     else:
         provider = Replay(CASSETTE)
         console.print(
@@ -163,7 +190,8 @@ def _cmd_demo(args: argparse.Namespace, console: Console) -> int:
     use_this_python()
     with Store.open(args.store) as store:
         result = _drive(
-            console, lambda report: run(contract, provider, store=store, observer=report)
+            console,
+            lambda report: run(contract, provider, store=store, observer=report, prices=prices),
         )
     return _finish(console, result, args)
 

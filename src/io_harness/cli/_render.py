@@ -14,7 +14,16 @@ from rich.table import Table
 from rich.text import Text
 
 from io_harness.loop import RunResult
-from io_harness.observe import Retrying, RunFinished, RunStarted, StepFinished, ToolCalled, Verified
+from io_harness.observe import (
+    Retrying,
+    RunFinished,
+    RunStarted,
+    StepFinished,
+    TokenStreamed,
+    ToolCalled,
+    Verified,
+)
+from io_harness.pricing import format_money
 from io_harness.store import RunSummary, Trace
 
 __all__ = ["LiveReport", "render_result", "render_runs", "render_trace"]
@@ -44,6 +53,14 @@ def _outcome_style(outcome: str | None) -> str:
     return f"[{colour}]{escape(outcome)}[/]"
 
 
+def spend(cost_micros: int, unpriced_calls: int) -> str:
+    """Priced spend, and how many calls it leaves out because they had no price."""
+    if unpriced_calls and not cost_micros:
+        return f"unpriced ({unpriced_calls} calls)"
+    text = format_money(cost_micros)
+    return f"{text} + {unpriced_calls} unpriced calls" if unpriced_calls else text
+
+
 def render_runs(runs: list[RunSummary]) -> RenderableType:
     """The table ``ioh runs`` prints."""
     if not runs:
@@ -53,6 +70,7 @@ def render_runs(runs: list[RunSummary]) -> RenderableType:
     table.add_column("status", no_wrap=True, min_width=7)
     table.add_column("steps", no_wrap=True, justify="right", min_width=5)
     table.add_column("tokens", no_wrap=True, justify="right", min_width=7)
+    table.add_column("spend", no_wrap=True, justify="right", min_width=8)
     table.add_column("started", no_wrap=True, min_width=11)
     table.add_column("finished", no_wrap=True, min_width=11)
     table.add_column("goal", no_wrap=True, overflow="ellipsis", min_width=10)
@@ -62,6 +80,7 @@ def render_runs(runs: list[RunSummary]) -> RenderableType:
             _outcome_style(summary.outcome),
             str(summary.steps),
             f"{summary.tokens:,}",
+            spend(summary.cost_micros, summary.unpriced_calls),
             _when(summary.started_at),
             _when(summary.finished_at),
             _one_line(summary.goal, 60),
@@ -88,7 +107,8 @@ def render_trace(trace: Trace) -> RenderableType:
         Text.from_markup(
             f"[bold]{escape(run.id)}[/]  {_outcome_style(run.outcome)}  {run.steps} steps  "
             f"{run.tokens:,} tokens  {elapsed:.1f} s\n"
-            f"goal: {escape(run.goal)}\nprovider: {escape(run.provider)} ({escape(run.model)})"
+            f"goal: {escape(run.goal)}\nprovider: {escape(run.provider)} ({escape(run.model)})\n"
+            f"spend: {escape(spend(run.cost_micros, run.unpriced_calls))}"
         )
     )
     by_step: dict[int, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
@@ -105,8 +125,11 @@ def render_trace(trace: Trace) -> RenderableType:
             if attempt["error_kind"]:
                 lines.append(
                     f"  [red]provider attempt {attempt['attempt']} failed:[/] "
-                    f"{escape(attempt['error_kind'])}: {_one_line(attempt['error_message'] or '')}"
+                    f"{escape(attempt['provider'])}: {escape(attempt['error_kind'])}: "
+                    f"{_one_line(attempt['error_message'] or '')}"
                 )
+            else:
+                lines.append(f"  [dim]answered by {_answer_line(attempt)}[/]")
         for call in rows["tool_calls"]:
             mark = "[red]error[/]" if call["is_error"] else "[green]ok[/]"
             lines.append(
@@ -121,6 +144,18 @@ def render_trace(trace: Trace) -> RenderableType:
         parts.append(Text.from_markup("\n".join(lines)))
     parts.append(Text.from_markup(f"outcome: {_outcome_style(run.outcome)}"))
     return Group(*parts)
+
+
+def _answer_line(attempt: dict[str, Any]) -> str:
+    model = attempt.get("served_model") or attempt["model"]
+    parts = [f"{escape(attempt['provider'])} ({escape(model)})"]
+    if attempt.get("finish_reason"):
+        parts.append(f"finish {escape(attempt['finish_reason'])}")
+    if attempt.get("time_to_first_token") is not None:
+        parts.append(f"first token {attempt['time_to_first_token']:.2f} s")
+    cost = attempt.get("cost_micros")
+    parts.append("unpriced" if cost is None else f"cost {format_money(cost)}")
+    return ", ".join(parts)
 
 
 def _assistant_texts(trace: Trace) -> list[tuple[int, str]]:
@@ -151,6 +186,8 @@ def render_result(result: RunResult, store_hint: str) -> RenderableType:
         lines.append(f"{verdict}: {criterion}")
     if result.error is not None:
         lines.append(f"[red]provider error:[/] {escape(str(result.error))}")
+    if result.cost_micros or result.unpriced_calls:
+        lines.append(f"spend: {escape(spend(result.cost_micros, result.unpriced_calls))}")
     lines.append(f"trace: ioh show {escape(result.run_id)}{escape(store_hint)}")
     return Text.from_markup("\n".join(lines))
 
@@ -166,6 +203,7 @@ class LiveReport:
         self.console = console
         self.status: Status | None = None
         self._lines: list[str] = []
+        self._streamed = 0
 
     def _status(self, text: str) -> None:
         if self.status is not None:
@@ -177,6 +215,12 @@ class LiveReport:
             who = f"{event.provider} ({event.model})"
             self.console.print(f"run {escape(event.run_id)} {verb} with {escape(who)}")
             self._status(f"step {event.step + 1}: waiting for the model")
+        elif isinstance(event, TokenStreamed):
+            self._streamed += len(event.delta.text)
+            self._status(
+                f"step {event.step}: {escape(event.provider)} is answering "
+                f"({self._streamed:,} characters)"
+            )
         elif isinstance(event, Retrying):
             self.console.print(
                 f"  [yellow]provider {escape(event.error_kind)}, retry {event.attempt - 1} "
@@ -196,6 +240,7 @@ class LiveReport:
                 lines.append(f"  [dim]model:[/] {_one_line(event.text, 90)}")
             self.console.print("\n".join(lines + self._lines))
             self._lines = []
+            self._streamed = 0
             self._status(f"step {event.step + 1}: waiting for the model")
         elif isinstance(event, RunFinished):
             self._status("finished")

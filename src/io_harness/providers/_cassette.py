@@ -16,12 +16,18 @@ the 0-based index of the model call within its run. A turn holds its failed
 attempts before the answer, so a replay retries where the recording did.
 Requests and responses are the canonical models' JSON; nothing else (no
 keys, no headers) is written.
+
+A strict replay compares each request with the recorded one, except for
+durations printed in seconds (``0.65s``, as pytest ends its report): those
+differ on every run of the same check.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +35,18 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from io_harness._validation import describe_validation, read_config_text
 from io_harness.errors import ConfigError, ProviderError, ProviderErrorKind
-from io_harness.messages import CompletionRequest, CompletionResponse
-from io_harness.providers._base import Provider
+from io_harness.messages import CompletionRequest, CompletionResponse, StreamDelta
+from io_harness.providers._base import Provider, StreamingProvider
 
 __all__ = ["CASSETTE_VERSION", "Record", "Replay", "turn_of"]
 
 CASSETTE_VERSION = 1
 _SHOWN_CHARS = 200
+_DURATION = re.compile(r"\b\d+\.\d+s\b")
+
+
+def _without_durations(text: str) -> str:
+    return _DURATION.sub("<seconds>", text)
 
 
 def turn_of(request: CompletionRequest) -> int:
@@ -81,7 +92,11 @@ def _first_difference(recorded: Any, actual: Any, where: str = "") -> str | None
         if len(recorded) != len(actual):
             return f"{where}: recorded {len(recorded)} items, got {len(actual)}"
         return None
-    if isinstance(recorded, str) and isinstance(actual, str) and recorded != actual:
+    if (
+        isinstance(recorded, str)
+        and isinstance(actual, str)
+        and _without_durations(recorded) != _without_durations(actual)
+    ):
         at = next(
             (i for i, (a, b) in enumerate(zip(recorded, actual, strict=False)) if a != b),
             min(len(recorded), len(actual)),
@@ -198,6 +213,8 @@ class Record:
 
     The file is created (or overwritten) at construction and each attempt is
     appended and flushed as it completes, so a crash keeps what was recorded.
+    Only canonical requests and answers are written: never a key or a header.
+    A streaming provider stays streaming when wrapped.
     """
 
     def __init__(self, provider: Provider, path: str | Path) -> None:
@@ -219,17 +236,38 @@ class Record:
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
         """Ask the wrapped provider and record what happened."""
-        turn = turn_of(request)
         try:
             response = await self.inner.complete(request)
         except ProviderError as exc:
-            error = _RecordedError.model_validate(exc.to_dict())
-            entry = _Entry(turn=turn, request=request, error=error)
-            self._append(entry.model_dump_json(exclude={"response"}))
+            self._failed(request, exc)
             raise
-        entry = _Entry(turn=turn, request=request, response=response)
-        self._append(entry.model_dump_json(exclude={"error"}))
+        self._answered(request, response)
         return response
+
+    async def stream(
+        self, request: CompletionRequest
+    ) -> AsyncIterator[StreamDelta | CompletionResponse]:
+        """The wrapped provider's stream, passed through; its final answer is recorded."""
+        if not isinstance(self.inner, StreamingProvider):
+            yield await self.complete(request)
+            return
+        try:
+            async for item in self.inner.stream(request):
+                if isinstance(item, CompletionResponse):
+                    self._answered(request, item)
+                yield item
+        except ProviderError as exc:
+            self._failed(request, exc)
+            raise
+
+    def _answered(self, request: CompletionRequest, response: CompletionResponse) -> None:
+        entry = _Entry(turn=turn_of(request), request=request, response=response)
+        self._append(entry.model_dump_json(exclude={"error"}))
+
+    def _failed(self, request: CompletionRequest, exc: ProviderError) -> None:
+        error = _RecordedError.model_validate(exc.to_dict())
+        entry = _Entry(turn=turn_of(request), request=request, error=error)
+        self._append(entry.model_dump_json(exclude={"response"}))
 
     def _append(self, line: str) -> None:
         with self.path.open("a", encoding="utf-8") as handle:

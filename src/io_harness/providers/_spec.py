@@ -1,20 +1,65 @@
-"""Provider specs: the short strings ``ioh --provider`` takes, turned into providers."""
+"""Provider specs: the short strings ``ioh --provider`` takes, turned into providers.
+
+``openai:gpt-5-mini``, ``anthropic:claude-sonnet-4-5``, ``openrouter:VENDOR/MODEL``,
+``ollama:qwen3`` (or another preset), ``compatible:URL#MODEL``, ``replay:PATH``.
+A vendor without a model (``anthropic``) takes it from the environment.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from io_harness.errors import ConfigError
+from io_harness.providers._anthropic import Anthropic
 from io_harness.providers._base import Provider
 from io_harness.providers._cassette import Replay
+from io_harness.providers._fallback import Fallback
+from io_harness.providers._openai import PRESETS, OpenAI, OpenAICompatible, OpenRouter
 
-__all__ = ["SPEC_FORMS", "provider_from_spec"]
+__all__ = ["SPEC_FORMS", "provider_from_spec", "provider_from_specs"]
 
-SPEC_FORMS = ("replay:CASSETTE.jsonl",)
+_VENDORS: dict[str, Callable[[str | None], Provider]] = {
+    "openai": OpenAI,
+    "anthropic": Anthropic,
+    "openrouter": OpenRouter,
+}
+
+SPEC_FORMS = (
+    "openai[:MODEL]",
+    "anthropic[:MODEL]",
+    "openrouter[:MODEL]",
+    *(f"{preset}:MODEL" for preset in PRESETS),
+    "compatible:URL#MODEL",
+    "replay:CASSETTE.jsonl",
+)
 """The forms a spec may take, as shown in help and errors."""
 
 
 def provider_from_spec(spec: str) -> Provider:
-    """The provider a spec names, e.g. ``replay:runs/fix.jsonl``."""
-    kind, _, rest = spec.partition(":")
+    """The provider a spec names, e.g. ``anthropic:claude-sonnet-4-5`` or ``replay:run.jsonl``.
+
+    Keys come from the environment (``OPENAI_API_KEY`` and so on); a missing
+    one is a :class:`ConfigError` naming the variable.
+    """
+    kind, _, rest = spec.strip().partition(":")
+    model = rest or None
+    if kind in _VENDORS:
+        return _VENDORS[kind](model)
+    if kind in PRESETS:
+        return OpenAICompatible.preset(kind, model=model)
+    if kind == "compatible" and rest:
+        base_url, _, model = rest.rpartition("#")
+        if base_url and model:
+            return OpenAICompatible(model, base_url=base_url)
+        raise ConfigError(f"provider {spec!r}: write compatible:URL#MODEL")
     if kind == "replay" and rest:
         return Replay(rest)
     raise ConfigError(f"unknown provider {spec!r}; give one of: {', '.join(SPEC_FORMS)}")
+
+
+def provider_from_specs(specs: Sequence[str]) -> Provider:
+    """One spec's provider, or a :class:`Fallback` over several, in the order given."""
+    if not specs:
+        raise ConfigError(f"no provider given; give one of: {', '.join(SPEC_FORMS)}")
+    providers = [provider_from_spec(spec) for spec in specs]
+    return providers[0] if len(providers) == 1 else Fallback(*providers)
