@@ -643,9 +643,9 @@ async def test_consecutive_calls_in_one_loop_share_one_client() -> None:
     with LoopbackServer([chat_stream("one"), chat_stream("two")]) as server:
         async with openai_for(server) as provider:
             first = (await provider.complete(ask())).text
-            client = provider._client
+            client = provider._clients.current
             second = (await provider.complete(ask())).text
-            assert provider._client is client is not None
+            assert provider._clients.current is client is not None
 
     assert (first, second) == ("one", "two")
 

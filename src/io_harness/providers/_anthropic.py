@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import weakref
 from collections.abc import AsyncGenerator, Awaitable
 from typing import Any, cast
 from urllib.parse import urlsplit
@@ -28,7 +27,12 @@ from io_harness.providers._anthropic_wire import (
     request_params,
     stream_error,
 )
-from io_harness.providers._http import DEFAULT_TIMEOUT_SECONDS, harness_client, provider_error
+from io_harness.providers._http import (
+    DEFAULT_TIMEOUT_SECONDS,
+    PerLoopClient,
+    harness_client,
+    provider_error,
+)
 
 __all__ = ["DEFAULT_BASE_URL", "MIN_THINKING_BUDGET", "Anthropic"]
 
@@ -108,9 +112,7 @@ class Anthropic:
         self.thinking_budget: int | None = thinking_budget
         self.cache_system: bool = cache_system
         self._api_key = api_key
-        self._sdk: anthropic.AsyncAnthropic | None = None
-        self._closer: AsyncGenerator[None, None] | None = None
-        self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._clients: PerLoopClient[anthropic.AsyncAnthropic] = PerLoopClient()
 
     @classmethod
     def from_env(cls, **kwargs: Any) -> Anthropic:
@@ -158,7 +160,7 @@ class Anthropic:
             )
             # The SDK's `create` no longer takes `temperature`; the API still does.
             extra = {key: params.pop(key) for key in _EXTRA_BODY_KEYS if key in params}
-            client = await self._client()
+            client = await self._clients.get(self._new_client)
             raw = await client.messages.with_raw_response.create(
                 **params, stream=True, extra_body=extra or None
             )
@@ -185,24 +187,10 @@ class Anthropic:
 
     async def aclose(self) -> None:
         """Close the HTTP client; the next call makes a new one."""
-        closer, made_on = self._closer, self._loop() if self._loop is not None else None
-        self._sdk = self._closer = self._loop = None
-        if closer is None:
-            return
-        try:
-            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is not None and running is made_on:
-            await closer.aclose()
-        # A client of another loop was closed when that loop shut down, or is left to it.
+        await self._clients.aclose()
 
-    async def _client(self) -> anthropic.AsyncAnthropic:
-        """The SDK client for the running event loop, made on first use there."""
-        loop = asyncio.get_running_loop()
-        made_on = self._loop() if self._loop is not None else None
-        if self._sdk is not None and made_on is loop:
-            return self._sdk
+    def _new_client(self) -> tuple[anthropic.AsyncAnthropic, httpx2.AsyncClient]:
+        """A new SDK client and the HTTP client under it (one pair per event loop)."""
         http = harness_client(self.timeout)
         sdk = anthropic.AsyncAnthropic(
             api_key=self._api_key,
@@ -216,10 +204,7 @@ class Anthropic:
                 "dict[str, str]", {"x-api-key": self._api_key, "Authorization": anthropic.omit}
             ),
         )
-        closer = _closed_with_the_loop(http)
-        await anext(closer)
-        self._sdk, self._closer, self._loop = sdk, closer, weakref.ref(loop)
-        return sdk
+        return sdk, http
 
     def _error(self, exc: Exception) -> ProviderError:
         # An `error` event mid-stream reaches us as a status error carrying the 200 of
@@ -228,20 +213,6 @@ class Anthropic:
         if isinstance(exc, anthropic.APIStatusError) and 200 <= exc.status_code < 300:
             return stream_error(exc.body, secrets)
         return provider_error(exc, secrets=secrets)
-
-
-async def _closed_with_the_loop(http: httpx2.AsyncClient) -> AsyncGenerator[None, None]:
-    """Holds ``http`` open until closed: by :meth:`Anthropic.aclose`, or by the event loop.
-
-    Once started, an async generator is one the loop closes when it shuts down
-    (``asyncio.run`` does so before it closes the loop), so kept-alive
-    connections are closed on the loop they belong to even when the caller
-    never calls ``aclose``, and a new loop starts with a new client.
-    """
-    try:
-        yield
-    finally:
-        await http.aclose()
 
 
 async def _quietly(closing: Awaitable[None]) -> None:

@@ -6,6 +6,9 @@ no proxy settings read from the environment, so that one place decides where
 a provider may connect. SDK retries are off everywhere: the loop retries and
 records each attempt.
 
+:class:`PerLoopClient` keeps one such client per event loop and closes it
+with that loop, so a provider works across several ``asyncio.run`` calls.
+
 Every failure an SDK or the transport raises becomes a
 :class:`~io_harness.errors.ProviderError` in :func:`provider_error`, with any
 API key scrubbed from its message before it can reach the store or a cassette.
@@ -13,10 +16,13 @@ API key scrubbed from its message before it can reach the store or a cassette.
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import json
 import time
-from collections.abc import Iterable, Mapping
+import weakref
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
+from typing import Generic, TypeVar
 
 import anthropic
 import httpx2
@@ -26,6 +32,7 @@ from io_harness.errors import ProviderError, ProviderErrorKind
 
 __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
+    "PerLoopClient",
     "body_message",
     "harness_client",
     "is_context_overflow",
@@ -52,6 +59,8 @@ _OVERFLOW_MARKERS = (
     "input is too long",
 )
 
+_SDK = TypeVar("_SDK")
+
 
 def harness_client(timeout: float = DEFAULT_TIMEOUT_SECONDS) -> httpx2.AsyncClient:
     """The HTTP client a provider's SDK uses: bounded waits, no redirects, no env proxies."""
@@ -60,6 +69,76 @@ def harness_client(timeout: float = DEFAULT_TIMEOUT_SECONDS) -> httpx2.AsyncClie
         follow_redirects=False,
         trust_env=False,
     )
+
+
+class PerLoopClient(Generic[_SDK]):
+    """One SDK client per event loop: made on first use there, closed when that loop shuts down.
+
+    Connections belong to the loop that opened them, so each loop (each
+    ``asyncio.run``) needs its own client, and a client nobody closed must
+    still be closed on its loop or its sockets leak. :meth:`aclose` closes sooner.
+    """
+
+    def __init__(self) -> None:
+        self._sdk: _SDK | None = None
+        self._http: httpx2.AsyncClient | None = None
+        self._closer: AsyncGenerator[None, None] | None = None
+        self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+
+    @property
+    def current(self) -> _SDK | None:
+        """The SDK client last made; None before the first :meth:`get` and after :meth:`aclose`."""
+        return self._sdk
+
+    async def get(self, make: Callable[[], tuple[_SDK, httpx2.AsyncClient]]) -> _SDK:
+        """The SDK client for the running event loop, made by ``make`` on first use there.
+
+        ``make`` returns the SDK client and the HTTP client it speaks through (closed here).
+        """
+        loop = asyncio.get_running_loop()
+        if (
+            self._sdk is not None
+            and self._http is not None
+            and self._made_on() is loop
+            and not self._http.is_closed
+        ):
+            return self._sdk
+        sdk, http = make()
+        # A started async generator, not a task waiting to be cancelled: the loop holds it
+        # weakly and closes it in shutdown_asyncgens() (asyncio.run, every Runner), and if
+        # it is dropped sooner its finalizer schedules the close on its own loop. A keeper
+        # task whose holder is collected mid-loop is destroyed pending with nothing closed,
+        # a bare shutdown_asyncgens() never closes it, and gather(*all_tasks()) waits on it.
+        closer = _closed_with_the_loop(http)
+        await anext(closer)
+        self._sdk, self._http, self._closer = sdk, http, closer
+        self._loop = weakref.ref(loop)
+        return sdk
+
+    async def aclose(self) -> None:
+        """Close the client now if it is this loop's; the next :meth:`get` makes a new one."""
+        closer, made_on = self._closer, self._made_on()
+        self._sdk = self._http = self._closer = self._loop = None
+        if closer is None:
+            return
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is not None and running is made_on:
+            await closer.aclose()
+        # A client of another loop was closed when that loop shut down, or is left to it.
+
+    def _made_on(self) -> asyncio.AbstractEventLoop | None:
+        return self._loop() if self._loop is not None else None
+
+
+async def _closed_with_the_loop(http: httpx2.AsyncClient) -> AsyncGenerator[None, None]:
+    """Holds ``http`` open until closed: by :meth:`PerLoopClient.aclose`, or by its event loop."""
+    try:
+        yield
+    finally:
+        await http.aclose()
 
 
 def redact(text: str, secrets: Iterable[str | None]) -> str:

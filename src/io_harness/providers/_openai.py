@@ -10,7 +10,6 @@ carries the token counts; the wire mapping lives in
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 from collections.abc import AsyncGenerator, Mapping
@@ -23,7 +22,12 @@ import openai
 
 from io_harness.errors import ConfigError, ProviderError
 from io_harness.messages import CompletionRequest, CompletionResponse, StreamDelta
-from io_harness.providers._http import DEFAULT_TIMEOUT_SECONDS, harness_client, provider_error
+from io_harness.providers._http import (
+    DEFAULT_TIMEOUT_SECONDS,
+    PerLoopClient,
+    harness_client,
+    provider_error,
+)
 from io_harness.providers._openai_wire import ChunkAssembler, wire_messages, wire_tools
 
 __all__ = ["PRESETS", "OpenAI", "OpenAICompatible", "OpenRouter"]
@@ -99,10 +103,7 @@ class OpenAI:
         self._endpoint = _endpoint(self.base_url)
         self._api_key = key or PLACEHOLDER_API_KEY
         self._secrets: tuple[str, ...] = (key,) if key else ()
-        self._client: openai.AsyncOpenAI | None = None
-        self._http: httpx2.AsyncClient | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._keeper: asyncio.Task[None] | None = None
+        self._clients: PerLoopClient[openai.AsyncOpenAI] = PerLoopClient()
 
     @classmethod
     def from_env(cls, **kwargs: Any) -> Self:
@@ -139,7 +140,7 @@ class OpenAI:
         """
         assembler = ChunkAssembler(request)
         try:
-            client = self._client_for_this_loop()
+            client = await self._clients.get(self._new_client)
             chunks = await client.chat.completions.create(
                 model=request.model,
                 messages=wire_messages(request),
@@ -169,15 +170,7 @@ class OpenAI:
 
     async def aclose(self) -> None:
         """Close the HTTP client; the next call makes a new one."""
-        http, loop, keeper = self._http, self._loop, self._keeper
-        self._client = self._http = self._loop = self._keeper = None
-        if http is None:
-            return
-        if loop is asyncio.get_running_loop():
-            if keeper is not None:
-                keeper.cancel()
-            await http.aclose()
-        # A client of another loop was closed when that loop ended (see _close_at_loop_end).
+        await self._clients.aclose()
 
     async def __aenter__(self) -> Self:
         return self
@@ -185,32 +178,17 @@ class OpenAI:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    def _client_for_this_loop(self) -> openai.AsyncOpenAI:
-        """The SDK client for the running event loop, made on first use in each loop."""
-        loop = asyncio.get_running_loop()
-        if (
-            self._client is not None
-            and self._http is not None
-            and self._loop is loop
-            and not self._http.is_closed
-        ):
-            return self._client
-        # Connections belong to the loop that opened them: a new loop needs a new client.
-        if self._keeper is not None and self._loop is loop:
-            self._keeper.cancel()  # this loop's old client, closed by the user
-        self._http = harness_client(self.timeout)
-        self._loop = loop
-        self._keeper = loop.create_task(
-            _close_at_loop_end(self._http), name=f"io-harness {self.name} HTTP client"
-        )
-        self._client = openai.AsyncOpenAI(
+    def _new_client(self) -> tuple[openai.AsyncOpenAI, httpx2.AsyncClient]:
+        """A new SDK client and the HTTP client under it (one pair per event loop)."""
+        http = harness_client(self.timeout)
+        client = openai.AsyncOpenAI(
             api_key=self._api_key,
             base_url=self.base_url,
-            http_client=self._http,
+            http_client=http,
             max_retries=0,
             default_headers=self.headers or None,
         )
-        return self._client
+        return client, http
 
     def _leaks_secret(self, exc: BaseException) -> bool:
         """Whether ``exc`` or what it wraps says the API key out loud."""
@@ -306,19 +284,6 @@ class OpenAICompatible(OpenAI):
             timeout=timeout,
             name=name,
         )
-
-
-async def _close_at_loop_end(http: httpx2.AsyncClient) -> None:
-    """Wait until cancelled, then close ``http``.
-
-    ``asyncio.run`` (and every ``asyncio.Runner``) cancels the tasks still
-    pending when its main coroutine returns, so a client nobody closed still
-    releases its pooled connections before their loop is gone.
-    """
-    try:
-        await asyncio.get_running_loop().create_future()
-    finally:
-        await http.aclose()
 
 
 def _endpoint(base_url: str) -> str:
