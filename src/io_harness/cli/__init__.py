@@ -206,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarnessError as exc:
         if args.debug:
             raise
-        errors.print(f"[red]error:[/] {escape(str(exc))}", markup=True)
+        errors.print(f"[red]error:[/] {escape(str(exc))}", markup=True, soft_wrap=True)
         return EXIT_ERROR
     except KeyboardInterrupt:
         errors.print("interrupted; the last committed step is kept (ioh resume RUN_ID)")
@@ -218,6 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"[red]error:[/] internal error: {escape(f'{type(exc).__name__}: {exc}')} "
             "(run with --debug for the traceback)",
             markup=True,
+            soft_wrap=True,
         )
         return EXIT_ERROR
 

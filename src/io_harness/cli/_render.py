@@ -56,7 +56,7 @@ def _outcome_style(outcome: str | None) -> str:
 def spend(cost_micros: int, unpriced_calls: int) -> str:
     """Priced spend, and how many calls it leaves out because they had no price."""
     if unpriced_calls and not cost_micros:
-        return f"unpriced ({unpriced_calls} calls)"
+        return f"unpriced ({unpriced_calls} call{'s' if unpriced_calls != 1 else ''})"
     text = format_money(cost_micros)
     return f"{text} + {unpriced_calls} unpriced calls" if unpriced_calls else text
 
