@@ -10,11 +10,8 @@ types in :mod:`io_harness.providers._anthropic_wire`. Every failure becomes a
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 from collections.abc import AsyncGenerator, Awaitable
 from typing import Any, cast
-from urllib.parse import urlsplit
 
 import anthropic
 import httpx2
@@ -33,6 +30,7 @@ from io_harness.providers._http import (
     harness_client,
     provider_error,
 )
+from io_harness.providers._vendor import final_answer, vendor_settings
 
 __all__ = ["DEFAULT_BASE_URL", "MIN_THINKING_BUDGET", "Anthropic"]
 
@@ -42,7 +40,6 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 MIN_THINKING_BUDGET = 1024
 """The smallest extended-thinking budget the API accepts, in tokens."""
 
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 _EXTRA_BODY_KEYS = ("temperature",)  # body fields `messages.create` has no argument for
 _DRAIN_SECONDS = 1.0
 
@@ -76,27 +73,16 @@ class Anthropic:
         thinking_budget: int | None = None,
         cache_system: bool = True,
     ) -> None:
-        api_key = api_key or os.environ.get("ANTHROPIC_API_KEY") or None
-        if not api_key:
-            raise ConfigError("no API key: pass api_key= or set ANTHROPIC_API_KEY")
-        model = model or os.environ.get("ANTHROPIC_MODEL") or None
-        if not model:
-            raise ConfigError("no model: pass model= or set ANTHROPIC_MODEL")
-        base_url = (base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip(
-            "/"
+        settings = vendor_settings(
+            model=model,
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            key_env="ANTHROPIC_API_KEY",
+            model_env="ANTHROPIC_MODEL",
+            url_env="ANTHROPIC_BASE_URL",
+            default_url=DEFAULT_BASE_URL,
         )
-        parts = urlsplit(base_url)
-        try:
-            parts.port  # noqa: B018  (parsing the port is the check)
-        except ValueError:
-            parts = parts._replace(netloc="")
-        if parts.scheme not in _DEFAULT_PORTS or not parts.hostname:
-            raise ConfigError(
-                f"the Anthropic base URL {base_url!r} is not an http(s) URL with a host "
-                "(check base_url= or ANTHROPIC_BASE_URL)"
-            )
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-            raise ConfigError(f"timeout must be a positive number of seconds, not {timeout!r}")
         if thinking_budget is not None and (
             isinstance(thinking_budget, bool)
             or not isinstance(thinking_budget, int)
@@ -106,12 +92,13 @@ class Anthropic:
                 f"thinking_budget must be an int of at least {MIN_THINKING_BUDGET} tokens, "
                 f"not {thinking_budget!r}"
             )
-        self.model: str = model
-        self.base_url: str = base_url
-        self.timeout: float = float(timeout)
+        self.model: str = settings.model
+        self.base_url: str = settings.base_url
+        self.timeout: float = settings.timeout
         self.thinking_budget: int | None = thinking_budget
         self.cache_system: bool = cache_system
-        self._api_key = api_key
+        self._api_key: str = settings.api_key or ""
+        self._endpoint = settings.endpoint
         self._clients: PerLoopClient[anthropic.AsyncAnthropic] = PerLoopClient()
 
     @classmethod
@@ -124,20 +111,11 @@ class Anthropic:
 
     def endpoints(self) -> tuple[str, ...]:
         """The one host this provider dials, as ``host:port``."""
-        parts = urlsplit(self.base_url)
-        port = parts.port or _DEFAULT_PORTS[parts.scheme]
-        host = parts.hostname or ""
-        if ":" in host:  # an IPv6 literal
-            host = f"[{host}]"
-        return (f"{host}:{port}",)
+        return (self._endpoint,)
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
         """Answer one request: :meth:`stream` consumed to its final response."""
-        async with contextlib.aclosing(self.stream(request)) as items:
-            async for item in items:
-                if isinstance(item, CompletionResponse):
-                    return item
-        raise ProviderError("bad_response", "the stream ended without a response")
+        return await final_answer(self.stream(request))
 
     async def stream(
         self, request: CompletionRequest

@@ -28,13 +28,13 @@ from io_harness.messages import (
     ToolCall,
     Usage,
 )
-from io_harness.providers._http import body_message, is_context_overflow, redact
+from io_harness.providers._http import body_message, is_context_overflow
+from io_harness.providers._vendor import parse_arguments
 
 __all__ = [
     "FINISH_REASONS",
     "StreamAssembler",
     "request_params",
-    "scrub",
     "stream_error",
     "wire_messages",
 ]
@@ -161,28 +161,13 @@ def stream_error(body: object, secrets: Iterable[str | None] = ()) -> ProviderEr
     ``body`` is the event's data (``{"type": "error", "error": {"type": ...,
     "message": ...}}``, or whatever text came instead).
     """
-    body = scrub(body, secrets)
     error = body.get("error") if isinstance(body, Mapping) else None
     error_type = error.get("type") if isinstance(error, Mapping) else None
-    message = body_message(body if body is not None else "")
+    message = body_message(body if body is not None else "", secrets)
     kind = _ERROR_KINDS.get(error_type, "server") if isinstance(error_type, str) else "server"
     if kind == "bad_request" and is_context_overflow(message):
         kind = "context_overflow"
     return ProviderError(kind, f"error event in the stream: {message}")
-
-
-def scrub(body: object, secrets: Iterable[str | None]) -> object:
-    """An error body with every secret replaced, before any of it is shortened for a message.
-
-    (Redacting after shortening could leave the start of a key that straddled the cut.)
-    """
-    secrets = tuple(secrets)
-    if isinstance(body, str):
-        return redact(body, secrets)
-    try:
-        return json.loads(redact(json.dumps(body), secrets))
-    except (TypeError, ValueError):
-        return body
 
 
 def _malformed(what: str) -> ProviderError:
@@ -216,17 +201,7 @@ class _Block:
             return ThinkingBlock(text=text, signature=self.signature or None)
         if self.kind == "redacted_thinking":
             return ThinkingBlock(text="", signature=self.signature or None, redacted=True)
-        return ToolCall(id=self.call_id, name=self.name, arguments=_tool_arguments(text))
-
-
-def _tool_arguments(text: str) -> dict[str, Any] | str:
-    if not text.strip():
-        return {}
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        return text
-    return parsed if isinstance(parsed, dict) else text
+        return ToolCall(id=self.call_id, name=self.name, arguments=parse_arguments(text))
 
 
 class StreamAssembler:

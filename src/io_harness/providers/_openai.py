@@ -10,12 +10,9 @@ carries the token counts; the wire mapping lives in
 
 from __future__ import annotations
 
-import contextlib
-import os
 from collections.abc import AsyncGenerator, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal, Self
-from urllib.parse import urlsplit
 
 import httpx2
 import openai
@@ -29,6 +26,7 @@ from io_harness.providers._http import (
     provider_error,
 )
 from io_harness.providers._openai_wire import ChunkAssembler, wire_messages, wire_tools
+from io_harness.providers._vendor import final_answer, vendor_settings
 
 __all__ = ["PRESETS", "OpenAI", "OpenAICompatible", "OpenRouter"]
 
@@ -44,8 +42,6 @@ PRESETS: Mapping[str, str] = MappingProxyType(
 
 PLACEHOLDER_API_KEY = "not-needed"
 """The key sent to a compatible server that wants none (the SDK insists on one)."""
-
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 class OpenAI:
@@ -85,22 +81,23 @@ class OpenAI:
         base_url: str | None = None,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
     ) -> None:
-        key = api_key or os.environ.get(self.api_key_env) or None
-        if key is None and self.api_key_required:
-            raise ConfigError(f"no API key: pass api_key= or set {self.api_key_env}")
-        chosen = model or os.environ.get(self.model_env) or None
-        if chosen is None:
-            raise ConfigError(f"no model: pass model= or set {self.model_env}")
-        url = base_url or os.environ.get(self.base_url_env) or self.default_base_url
-        if not url:
-            raise ConfigError(f"no base URL: pass base_url= or set {self.base_url_env}")
-        if not timeout > 0:
-            raise ConfigError(f"timeout must be a positive number of seconds, not {timeout!r}")
-        self.model: str = chosen
-        self.base_url: str = url.rstrip("/")
-        self.timeout = float(timeout)
+        settings = vendor_settings(
+            model=model,
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            key_env=self.api_key_env,
+            model_env=self.model_env,
+            url_env=self.base_url_env,
+            default_url=self.default_base_url,
+            key_required=self.api_key_required,
+        )
+        key = settings.api_key
+        self.model: str = settings.model
+        self.base_url: str = settings.base_url
+        self.timeout = settings.timeout
         self.headers: dict[str, str] = dict(self.extra_headers)
-        self._endpoint = _endpoint(self.base_url)
+        self._endpoint = settings.endpoint
         self._api_key = key or PLACEHOLDER_API_KEY
         self._secrets: tuple[str, ...] = (key,) if key else ()
         self._clients: PerLoopClient[openai.AsyncOpenAI] = PerLoopClient()
@@ -120,14 +117,7 @@ class OpenAI:
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
         """Answer one request: :meth:`stream` consumed to its final response."""
-        final: CompletionResponse | None = None
-        async with contextlib.aclosing(self.stream(request)) as items:
-            async for item in items:
-                if isinstance(item, CompletionResponse):
-                    final = item
-        if final is None:  # pragma: no cover - stream() always ends with one or raises
-            raise ProviderError("bad_response", "the answer stream ended without a response")
-        return final
+        return await final_answer(self.stream(request))
 
     async def stream(
         self, request: CompletionRequest
@@ -284,19 +274,3 @@ class OpenAICompatible(OpenAI):
             timeout=timeout,
             name=name,
         )
-
-
-def _endpoint(base_url: str) -> str:
-    """``host:port`` of a base URL, the port defaulted from its scheme."""
-    parts = urlsplit(base_url)
-    scheme = parts.scheme.lower()
-    if scheme not in _DEFAULT_PORTS or not parts.hostname:
-        raise ConfigError(f"base URL must be an http:// or https:// URL, not {base_url!r}")
-    try:
-        port = parts.port or _DEFAULT_PORTS[scheme]
-    except ValueError as exc:
-        raise ConfigError(f"base URL {base_url!r} has a bad port") from exc
-    host = parts.hostname
-    if ":" in host:  # IPv6
-        host = f"[{host}]"
-    return f"{host}:{port}"

@@ -39,8 +39,9 @@ from io_harness.messages import (
     ToolSpec,
     Usage,
 )
+from io_harness.providers._vendor import parse_arguments
 
-__all__ = ["ChunkAssembler", "parse_arguments", "wire_messages", "wire_tools"]
+__all__ = ["ChunkAssembler", "wire_messages", "wire_tools"]
 
 _FINISH: Mapping[str, FinishReason] = {
     "stop": "stop",
@@ -121,19 +122,6 @@ def wire_tools(tools: Sequence[ToolSpec]) -> list[ChatCompletionFunctionToolPara
         }
         for tool in tools
     ]
-
-
-def parse_arguments(raw: str) -> dict[str, object] | str:
-    """A tool call's arguments: the JSON object, ``{}`` for nothing, else the raw text."""
-    if not raw.strip():
-        return {}
-    try:
-        parsed: object = json.loads(raw)
-    except (ValueError, RecursionError):
-        return raw
-    if isinstance(parsed, dict):
-        return {str(key): value for key, value in parsed.items()}
-    return raw
 
 
 def _get(obj: object, name: str) -> object:
