@@ -148,10 +148,10 @@ def _active() -> Probe:
     return _active_run.probe
 
 
-async def _timed_dispatch(self: Toolbox, call: ToolCall) -> Any:
+async def _timed_dispatch(self: Toolbox, call: ToolCall, **options: Any) -> Any:
     started = now()
     try:
-        return await _original_dispatch(self, call)
+        return await _original_dispatch(self, call, **options)
     finally:
         _active().current.dispatch += now() - started
 

@@ -18,6 +18,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from io_harness import (
     Budget,
@@ -33,6 +34,7 @@ from io_harness import (
 )
 from io_harness.testing import ScriptedProvider, call, reply
 from io_harness.tools import Toolbox, ToolOutcome
+from io_harness.tools._base import Deferral
 
 STEPS = 8
 
@@ -71,9 +73,11 @@ def die_after_tool_call(kill_step: int) -> None:
     dispatch = Toolbox.dispatch
     calls = 0
 
-    async def dispatch_then_die(self: Toolbox, call: ToolCall) -> ToolOutcome:
+    async def dispatch_then_die(
+        self: Toolbox, call: ToolCall, **options: Any
+    ) -> ToolOutcome | Deferral:
         nonlocal calls
-        outcome = await dispatch(self, call)
+        outcome = await dispatch(self, call, **options)
         calls += 1  # one tool call per step
         if calls == kill_step:
             os.kill(os.getpid(), signal.SIGKILL)

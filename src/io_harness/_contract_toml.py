@@ -15,6 +15,9 @@ against the TOML file's folder::
 
     [budget]
     max_steps = 20
+
+A ``[policy]`` table is not part of the contract: :meth:`Policy.from_toml`
+reads it, and ``ioh run`` governs the run by it.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ if TYPE_CHECKING:
 
 __all__ = ["load_contract"]
 
-_KEYS = {"goal", "root", "file", "verify", "constraints", "budget"}
+_KEYS = {"goal", "root", "file", "verify", "constraints", "budget", "policy"}
+_NOT_CONTRACT = ("root", "file", "policy")  # the subject is rebuilt; the policy is Policy's
 
 
 def load_contract(cls: type[TaskContract], path: Path) -> TaskContract:
@@ -53,7 +57,7 @@ def load_contract(cls: type[TaskContract], path: Path) -> TaskContract:
     has_root, has_file = "root" in data, "file" in data
     if has_root == has_file:
         raise ConfigError(f"{path}: give exactly one of 'root' (a workspace) or 'file'")
-    fields: dict[str, Any] = {k: v for k, v in data.items() if k not in ("root", "file")}
+    fields: dict[str, Any] = {k: v for k, v in data.items() if k not in _NOT_CONTRACT}
     for key in ("root", "file"):
         if key in data and not isinstance(data[key], str):
             raise ConfigError(f"{path}: {key}: expected a path string")

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from io_harness.messages import StreamDelta, Usage
 
 __all__ = [
+    "AwaitingApproval",
     "Observer",
     "Retrying",
     "RunEvent",
@@ -51,6 +52,8 @@ class RunStarted(_Event):
     provider: str
     model: str
     resumed: bool = False
+    policy_replaced: bool = False
+    """The resume replaced the run's stored policy (explicitly)."""
 
 
 class Retrying(_Event):
@@ -95,6 +98,18 @@ class Verified(_Event):
     output: str
 
 
+class AwaitingApproval(_Event):
+    """An approver deferred an act: the run stops until a decision is given."""
+
+    kind: Literal["awaiting_approval"] = "awaiting_approval"
+    request_id: str
+    act: str
+    target: str
+    tool: str
+    rule: str | None = None
+    layer: str | None = None
+
+
 class StepFinished(_Event):
     """A step was committed."""
 
@@ -124,7 +139,14 @@ class RunFinished(_Event):
 
 
 RunEvent = Annotated[
-    RunStarted | Retrying | TokenStreamed | ToolCalled | Verified | StepFinished | RunFinished,
+    RunStarted
+    | Retrying
+    | TokenStreamed
+    | ToolCalled
+    | Verified
+    | AwaitingApproval
+    | StepFinished
+    | RunFinished,
     Field(discriminator="kind"),
 ]
 """Any run event."""

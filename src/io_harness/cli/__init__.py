@@ -1,4 +1,4 @@
-"""The ``ioh`` command: run, resume, list and show runs, and the demo.
+"""The ``ioh`` command: run, resume, list and show runs, decide approvals, and the demo.
 
 Errors are one line on stderr and a non-zero exit; ``--debug`` shows the
 traceback instead.
@@ -19,10 +19,21 @@ from rich.markup import escape
 
 from io_harness import __version__
 from io_harness._demo import CASSETTE, prepare, use_this_python
+from io_harness.cli._permissions import (
+    APPROVERS,
+    PausedStatus,
+    approver_for,
+    decide_pending,
+    explain_line,
+    policy_for,
+    render_pending,
+    show_console_policy,
+)
 from io_harness.cli._render import LiveReport, render_result, render_runs, render_trace
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, HarnessError
-from io_harness.loop import RunResult, resume, run
+from io_harness.loop import RunOutcome, RunResult, resume, run
+from io_harness.policy import Approver, Policy
 from io_harness.pricing import PriceTable
 from io_harness.providers import SPEC_FORMS, Provider, Replay
 from io_harness.providers._spec import provider_from_specs
@@ -33,7 +44,47 @@ __all__ = ["main"]
 DEFAULT_STORE = Path(".ioh") / "runs.db"
 EXIT_ERROR = 2
 EXIT_NOT_VERIFIED = 1
+EXIT_AWAITING = 3
 EXIT_INTERRUPTED = 130
+
+
+def _with_store(sub: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    sub.add_argument(
+        "--store",
+        type=Path,
+        default=DEFAULT_STORE,
+        help=f"the run store (default: {DEFAULT_STORE})",
+    )
+    return sub
+
+
+def _with_provider(sub: argparse.ArgumentParser, required: bool = True) -> None:
+    sub.add_argument(
+        "--provider",
+        action="append",
+        required=required,
+        metavar="SPEC",
+        help=f"the model provider ({', '.join(SPEC_FORMS)}); "
+        "give it again for fallbacks, asked in order",
+    )
+    sub.add_argument(
+        "--prices", type=Path, metavar="FILE", help="a price table (TOML) to count spend"
+    )
+
+
+def _with_approver(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--approve",
+        choices=APPROVERS,
+        help="how asks are decided: ask at this terminal (the default when there is "
+        "one), defer them for ioh approve (the default otherwise), deny or approve all",
+    )
+
+
+def _with_policy_file(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--policy", type=Path, metavar="FILE", help="a TOML file whose [policy] governs the run"
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,52 +96,76 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def with_store(sub: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        sub.add_argument(
-            "--store",
-            type=Path,
-            default=DEFAULT_STORE,
-            help=f"the run store (default: {DEFAULT_STORE})",
-        )
-        return sub
-
-    def with_provider(sub: argparse.ArgumentParser, required: bool = True) -> None:
-        sub.add_argument(
-            "--provider",
-            action="append",
-            required=required,
-            metavar="SPEC",
-            help=f"the model provider ({', '.join(SPEC_FORMS)}); "
-            "give it again for fallbacks, asked in order",
-        )
-        sub.add_argument(
-            "--prices", type=Path, metavar="FILE", help="a price table (TOML) to count spend"
-        )
-
-    sub = with_store(commands.add_parser("run", help="run a contract (TOML) to an outcome"))
+    sub = _with_store(commands.add_parser("run", help="run a contract (TOML) to an outcome"))
     sub.add_argument("contract", type=Path, help="the contract file")
-    with_provider(sub)
+    _with_provider(sub)
+    _with_policy_file(sub)
+    _with_approver(sub)
     sub.add_argument("--run-id", help="name the run (default: generated)")
     sub.set_defaults(handler=_cmd_run)
 
-    sub = with_store(commands.add_parser("resume", help="continue a run from its last step"))
+    sub = _with_store(commands.add_parser("resume", help="continue a run from its last step"))
     sub.add_argument("run_id")
-    with_provider(sub)
+    _with_provider(sub)
+    _with_approver(sub)
+    _with_policy_file(sub)
+    sub.add_argument(
+        "--replace-policy",
+        action="store_true",
+        help="resume under --policy instead of the policy the run was started with",
+    )
     sub.set_defaults(handler=_cmd_resume)
 
-    sub = with_store(commands.add_parser("runs", help="list runs, newest first"))
+    _add_permission_commands(commands)
+
+    sub = _with_store(commands.add_parser("runs", help="list runs, newest first"))
     sub.add_argument("--limit", type=int, default=20, help="how many (default: 20)")
     sub.set_defaults(handler=_cmd_runs)
 
-    sub = with_store(commands.add_parser("show", help="show one run's trace"))
+    sub = _with_store(commands.add_parser("show", help="show one run's trace"))
     sub.add_argument("run_id")
     sub.set_defaults(handler=_cmd_show)
 
-    sub = with_store(commands.add_parser("demo", help="run the bundled example offline"))
+    sub = _with_store(commands.add_parser("demo", help="run the bundled example offline"))
     sub.add_argument("--dir", type=Path, help="copy the example here (default: a new temp folder)")
-    with_provider(sub, required=False)
+    _with_provider(sub, required=False)
     sub.set_defaults(handler=_cmd_demo)
     return parser
+
+
+def _add_permission_commands(commands: Any) -> None:
+    sub = _with_store(commands.add_parser("pending", help="list actions awaiting approval"))
+    sub.set_defaults(handler=_cmd_pending)
+
+    for verb in ("approve", "deny"):
+        sub = _with_store(
+            commands.add_parser(
+                verb, help=f"{verb} the action a run awaits (and resume it with --provider)"
+            )
+        )
+        sub.add_argument("run_id")
+        if verb == "approve":
+            sub.add_argument(
+                "--remember",
+                action="store_true",
+                help="also allow this exact act and target for the rest of the run",
+            )
+        else:
+            sub.add_argument("--reason", required=True, help="why; the model reads it")
+        _with_provider(sub, required=False)
+        _with_approver(sub)
+        sub.set_defaults(handler=_cmd_decide, approve=verb == "approve")
+
+    policy = commands.add_parser("policy", help="show a policy or explain its verdict")
+    policy_commands = policy.add_subparsers(dest="policy_command", required=True, metavar="WHAT")
+    sub = policy_commands.add_parser("explain", help="the verdict on one act and target")
+    sub.add_argument("file", type=Path, help="a contract or policy file with [policy]")
+    sub.add_argument("act", help="read, write, exec or net")
+    sub.add_argument("target", help="a workspace path, a program, or host[:port]")
+    sub.set_defaults(handler=_cmd_policy_explain)
+    sub = policy_commands.add_parser("show", help="every layer and rule, in order")
+    sub.add_argument("file", type=Path, help="a contract or policy file with [policy]")
+    sub.set_defaults(handler=_cmd_policy_show)
 
 
 def _store_hint(args: argparse.Namespace) -> str:
@@ -100,15 +175,20 @@ def _store_hint(args: argparse.Namespace) -> str:
 def _drive(
     console: Console,
     start: Callable[[LiveReport], Coroutine[Any, Any, RunResult]],
+    approver: PausedStatus | Approver | None = None,
 ) -> RunResult:
     report = LiveReport(console)
     with console.status("starting") as status:
         report.status = status
+        if isinstance(approver, PausedStatus):
+            approver.status = status
         return asyncio.run(start(report))
 
 
 def _finish(console: Console, result: RunResult, args: argparse.Namespace) -> int:
     console.print(render_result(result, _store_hint(args)))
+    if result.outcome is RunOutcome.AWAITING_APPROVAL:
+        return EXIT_AWAITING
     return 0 if result.succeeded else EXIT_NOT_VERIFIED
 
 
@@ -118,8 +198,10 @@ def _prices(args: argparse.Namespace) -> PriceTable | None:
 
 def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     contract = TaskContract.from_toml(args.contract)
+    policy = policy_for(args.contract, args.policy)
     provider = provider_from_specs(args.provider)
     prices = _prices(args)
+    approver = approver_for(args.approve)
     with Store.open(args.store) as store:
         result = _drive(
             console,
@@ -130,22 +212,92 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
                 run_id=args.run_id,
                 observer=report,
                 prices=prices,
+                policy=policy,
+                approver=approver,
             ),
+            approver,
         )
     return _finish(console, result, args)
 
 
 def _cmd_resume(args: argparse.Namespace, console: Console) -> int:
+    if args.replace_policy and args.policy is None:
+        raise ConfigError("--replace-policy needs --policy FILE: the policy to resume under")
+    policy = Policy.from_toml(args.policy) if args.policy is not None else None
     provider = provider_from_specs(args.provider)
-    prices = _prices(args)
     with _existing_store(args.store) as store:
-        result = _drive(
-            console,
-            lambda report: resume(
-                args.run_id, provider, store=store, observer=report, prices=prices
-            ),
+        return _resume(
+            args, console, store, provider, policy=policy, replace_policy=args.replace_policy
         )
+
+
+def _resume(
+    args: argparse.Namespace,
+    console: Console,
+    store: Store,
+    provider: Provider,
+    *,
+    policy: Policy | None = None,
+    replace_policy: bool = False,
+) -> int:
+    prices = _prices(args)
+    approver = approver_for(args.approve)
+    result = _drive(
+        console,
+        lambda report: resume(
+            args.run_id,
+            provider,
+            store=store,
+            observer=report,
+            prices=prices,
+            approver=approver,
+            policy=policy,
+            replace_policy=replace_policy,
+        ),
+        approver,
+    )
     return _finish(console, result, args)
+
+
+def _cmd_pending(args: argparse.Namespace, console: Console) -> int:
+    if not args.store.exists():
+        console.print(f"no actions are awaiting approval (no store at {args.store})")
+        return 0
+    with Store.open(args.store) as store:
+        console.print(render_pending(store.approvals()))
+    return 0
+
+
+def _cmd_decide(args: argparse.Namespace, console: Console) -> int:
+    provider = provider_from_specs(args.provider) if args.provider else None
+    with _existing_store(args.store) as store:
+        request, decision = decide_pending(
+            store,
+            args.run_id,
+            approve=args.approve,
+            remember=getattr(args, "remember", False),
+            reason=getattr(args, "reason", None),
+        )
+        verb = "approved" if decision.kind == "approve" else "denied"
+        console.print(f"{verb}: {escape(request.describe())} (request {escape(request.id)})")
+        if provider is None:
+            console.print(
+                f"the next resume performs it: ioh resume {escape(args.run_id)} "
+                f"--provider SPEC{escape(_store_hint(args))}"
+            )
+            return 0
+        return _resume(args, console, store, provider)
+
+
+def _cmd_policy_explain(args: argparse.Namespace, console: Console) -> int:
+    policy = policy_for(args.file, None)
+    console.print(escape(explain_line(policy, args.act, args.target, args.file)), soft_wrap=True)
+    return 0
+
+
+def _cmd_policy_show(args: argparse.Namespace, console: Console) -> int:
+    show_console_policy(console, policy_for(args.file, None), args.file)
+    return 0
 
 
 def _existing_store(path: Path) -> SqliteStore:

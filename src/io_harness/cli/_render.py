@@ -15,6 +15,7 @@ from rich.text import Text
 
 from io_harness.loop import RunResult
 from io_harness.observe import (
+    AwaitingApproval,
     Retrying,
     RunFinished,
     RunStarted,
@@ -112,7 +113,7 @@ def render_trace(trace: Trace) -> RenderableType:
         )
     )
     by_step: dict[int, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    for table in ("steps", "provider_calls", "tool_calls", "verifications"):
+    for table in ("steps", "provider_calls", "permissions", "tool_calls", "verifications"):
         for row in getattr(trace, table):
             by_step[row["step"]][table].append(row)
     texts = dict(_assistant_texts(trace))
@@ -130,6 +131,7 @@ def render_trace(trace: Trace) -> RenderableType:
                 )
             else:
                 lines.append(f"  [dim]answered by {_answer_line(attempt)}[/]")
+        lines.extend(_permission_lines(rows["permissions"]))
         for call in rows["tool_calls"]:
             mark = "[red]error[/]" if call["is_error"] else "[green]ok[/]"
             lines.append(
@@ -144,6 +146,31 @@ def render_trace(trace: Trace) -> RenderableType:
         parts.append(Text.from_markup("\n".join(lines)))
     parts.append(Text.from_markup(f"outcome: {_outcome_style(run.outcome)}"))
     return Group(*parts)
+
+
+def _permission_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The gate's decisions in a step; plain allows are counted, not listed."""
+    lines = []
+    allowed = 0
+    for row in rows:
+        if row["decision"] == "allowed":
+            allowed += 1
+            continue
+        colour = "green" if row["decision"] == "approved" else "yellow"
+        why = (
+            f"rule '{row['rule']}' in layer '{row['layer']}'"
+            if row["rule"]
+            else f"the default for {row['act']}"
+        )
+        by = f" by {row['decided_by']}" if row["decided_by"] != "policy" else ""
+        reason = f": {row['reason']}" if row["reason"] else ""
+        lines.append(
+            f"  [{colour}]{escape(row['decision'])}{escape(by)}[/] {escape(row['act'])} "
+            f"{escape(row['target'])} ({escape(why)}){escape(reason)}"
+        )
+    if allowed:
+        lines.append(f"  [dim]policy allowed {allowed} act{'s' if allowed != 1 else ''}[/]")
+    return lines
 
 
 def _answer_line(attempt: dict[str, Any]) -> str:
@@ -188,6 +215,13 @@ def render_result(result: RunResult, store_hint: str) -> RenderableType:
         lines.append(f"[red]provider error:[/] {escape(str(result.error))}")
     if result.cost_micros or result.unpriced_calls:
         lines.append(f"spend: {escape(spend(result.cost_micros, result.unpriced_calls))}")
+    if result.request is not None:
+        run_id = escape(result.run_id) + escape(store_hint)
+        lines.append(
+            f"[yellow]awaiting approval:[/] {escape(result.request.describe())}\n"
+            f"decide: ioh approve {run_id} [--remember] | ioh deny {run_id} --reason TEXT"
+            " (ioh pending shows the diff)"
+        )
     lines.append(f"trace: ioh show {escape(result.run_id)}{escape(store_hint)}")
     return Text.from_markup("\n".join(lines))
 
@@ -229,6 +263,13 @@ class LiveReport:
         elif isinstance(event, ToolCalled):
             mark = "[red]error[/]" if event.is_error else "[green]ok[/]"
             self._lines.append(f"  {mark} {escape(event.name)} -> {_one_line(event.result, 70)}")
+        elif isinstance(event, AwaitingApproval):
+            self._lines.append(
+                f"  [yellow]deferred[/] {escape(event.act)} {escape(event.target)} "
+                f"({escape(event.tool)}): waiting for a decision"
+            )
+            self.console.print("\n".join(self._lines))
+            self._lines = []
         elif isinstance(event, Verified):
             verdict = "[green]PASS[/]" if event.passed else "[red]FAIL[/]"
             self._lines.append(f"  check: {verdict} {escape(event.summary)}")

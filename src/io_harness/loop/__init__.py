@@ -18,15 +18,19 @@ from pydantic import ValidationError
 
 from io_harness._validation import loading
 from io_harness.contract import TaskContract
-from io_harness.errors import ConfigError, ResumeError
+from io_harness.errors import ConfigError, RefusedError, ResumeError
 from io_harness.loop._context import system_prompt, task_message
-from io_harness.loop._engine import Engine, event_row, run_started
+from io_harness.loop._engine import Engine, Resumption, event_row, run_started
 from io_harness.loop._outcome import RunOutcome, RunResult
 from io_harness.observe import Observer
+from io_harness.policy._approval import ApprovalRequest, Approver, Decision
+from io_harness.policy._gate import Access, Gate, canonical_argv, remembered_from_json
+from io_harness.policy._policy import Policy
+from io_harness.policy._rules import Effect
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider, members_of
 from io_harness.store import Store
-from io_harness.store._records import NewRun
+from io_harness.store._records import NewRun, StoredRun
 from io_harness.tools import Toolbox, Workspace, single_file_tools, workspace_tools
 from io_harness.tools._text import remove_partial_writes
 
@@ -40,15 +44,35 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
 
 
-def _toolbox(contract: TaskContract) -> Toolbox:
+def _toolbox(contract: TaskContract, gate: Gate) -> Toolbox:
     """The run's tools, after removing what writes cut short by a crash left behind."""
     if contract.mode == "file":
         assert contract.path is not None
         remove_partial_writes(contract.root.glob(f".{contract.path.name}.*"))
         return Toolbox(single_file_tools(contract.path))
-    workspace = Workspace(contract.root)
+    workspace = Workspace(contract.root, may_read=gate.readable)
     remove_partial_writes(workspace.walk())
     return Toolbox(workspace_tools(workspace))
+
+
+def _check_criterion(contract: TaskContract, gate: Gate) -> None:
+    """The criterion cannot ask a person: each command it runs must be allowed outright."""
+    for argv in contract.verify.commands():
+        verdict = gate.check_outright(canonical_argv(argv))
+        if verdict.effect is not Effect.ALLOW:
+            raise RefusedError(
+                f"the criterion runs {argv[0]!r}, but {verdict.describe()}; a check "
+                "cannot wait for approval, so the policy must allow it outright "
+                f"(for example .allow_exec({argv[0].rsplit('/', 1)[-1]!r}))"
+            )
+
+
+def _check_approver(approver: object) -> None:
+    if approver is not None and not isinstance(approver, Approver):
+        raise ConfigError(
+            f"{type(approver).__name__} is not an Approver: it needs "
+            "async decide(request, context) -> Decision"
+        )
 
 
 def _check_prices(contract: TaskContract, provider: Provider, prices: PriceTable | None) -> None:
@@ -85,6 +109,8 @@ async def run(
     run_id: str | None = None,
     observer: Observer | None = None,
     prices: PriceTable | None = None,
+    policy: Policy | None = None,
+    approver: Approver | None = None,
 ) -> RunResult:
     """Run the agent on ``contract`` until the criterion passes or a budget ends it.
 
@@ -95,16 +121,30 @@ async def run(
     ``prices`` prices each model call; without it calls are counted as
     unpriced, and a contract with ``budget.max_cost`` is a :class:`ConfigError`.
 
-    Configuration mistakes raise :class:`ConfigError` before any provider call;
-    everything that happens after is in the returned :class:`RunResult`.
+    ``policy`` governs every act the agent's tools and the criterion perform
+    (:meth:`Policy.permissive` when omitted; tools stay inside the workspace
+    either way) and is stored with the run. ``approver`` decides the acts the
+    policy asks about; without one, an ask defers: the run stops with
+    ``AWAITING_APPROVAL`` and waits for a decision given to :func:`resume`.
+
+    Configuration mistakes raise :class:`ConfigError`, and a criterion whose
+    commands the policy does not allow outright raises :class:`RefusedError`,
+    before any provider call; everything that happens after is in the
+    returned :class:`RunResult`.
     """
     _check_provider(provider)
+    _check_approver(approver)
     contract.check()
     _check_prices(contract, provider, prices)
+    policy = policy if policy is not None else Policy.permissive()
+    if not isinstance(policy, Policy):
+        raise ConfigError(f"policy must be a Policy, not {type(policy).__name__}")
     store = store if store is not None else Store.memory()
     run_id = run_id or new_run_id()
+    gate = Gate(policy, approver, goal=contract.goal, run_id=run_id)
+    _check_criterion(contract, gate)
     with store.lease(run_id):
-        return await _start(contract, provider, store, run_id, observer, prices)
+        return await _start(contract, provider, store, run_id, observer, prices, gate)
 
 
 async def _start(
@@ -114,8 +154,9 @@ async def _start(
     run_id: str,
     observer: Observer | None,
     prices: PriceTable | None,
+    gate: Gate,
 ) -> RunResult:
-    toolbox = _toolbox(contract)
+    toolbox = _toolbox(contract, gate)
     started_at = time.time()
     started = run_started(run_id, 0, contract, provider, resumed=False)
     store.create_run(
@@ -130,10 +171,11 @@ async def _start(
             started_at=started_at,
             messages=(task_message(contract),),
             events=(event_row(started),),
+            policy_json=gate.policy.model_dump_json(),
         )
     )
     stored = store.load_run(run_id)
-    engine = Engine(contract, provider, store, toolbox, stored, observer, prices)
+    engine = Engine(contract, provider, store, toolbox, stored, observer, prices, gate)
     return await engine.drive(resumed=False)
 
 
@@ -144,6 +186,10 @@ async def resume(
     store: Store,
     observer: Observer | None = None,
     prices: PriceTable | None = None,
+    approver: Approver | None = None,
+    decision: Decision | None = None,
+    policy: Policy | None = None,
+    replace_policy: bool = False,
 ) -> RunResult:
     """Continue a run from its last committed step, with the same conversation.
 
@@ -152,34 +198,106 @@ async def resume(
     returns its stored result unchanged. An unknown id is a
     :class:`ResumeError`. Money already spent still counts against
     ``max_cost``; give the same ``prices`` as the run started with.
+
+    The run keeps the policy it was stored with. Passing a different
+    ``policy`` is a :class:`ConfigError` unless ``replace_policy=True`` says
+    the change is meant; the new policy is then stored with the run.
+
+    A run ``AWAITING_APPROVAL`` continues with the deferred act: ``decision``
+    decides it (so does a decision stored earlier with ``ioh approve``, or
+    else ``approver`` is asked); it is performed once, and the rest of its
+    step and the run follow. ``approver`` decides later asks.
     """
     _check_provider(provider)
+    _check_approver(approver)
+    if decision is not None and not isinstance(decision, Decision):
+        raise ConfigError(f"decision must be a Decision, not {type(decision).__name__}")
     with store.lease(run_id):
-        return await _continue(run_id, provider, store, observer, prices)
+        stored = store.load_run(run_id)
+        if stored.status == "finished":
+            return RunResult.from_stored(stored)
+        contract = _stored_contract(stored)
+        contract.check()
+        _check_prices(contract, provider, prices)
+        gate, resumption = _stored_gate(stored, contract, approver, policy, replace_policy)
+        resumption.pending = stored.pending
+        resumption.decision = _decision_for(stored, gate, decision)
+        _check_criterion(contract, gate)
+        toolbox = _toolbox(contract, gate)
+        engine = Engine(contract, provider, store, toolbox, stored, observer, prices, gate)
+        return await engine.drive(resumed=True, resumption=resumption)
 
 
-async def _continue(
-    run_id: str,
-    provider: Provider,
-    store: Store,
-    observer: Observer | None,
-    prices: PriceTable | None,
-) -> RunResult:
-    stored = store.load_run(run_id)
-    if stored.status == "finished":
-        return RunResult.from_stored(stored)
+def _stored_contract(stored: StoredRun) -> TaskContract:
     try:
         with loading():
-            contract = TaskContract.model_validate_json(stored.contract_json)
+            return TaskContract.model_validate_json(stored.contract_json)
     except ValidationError as exc:
         raise ResumeError(
-            f"run {run_id!r} holds a contract this version cannot read: {exc}"
+            f"run {stored.id!r} holds a contract this version cannot read: {exc}"
         ) from None
-    contract.check()
-    _check_prices(contract, provider, prices)
-    toolbox = _toolbox(contract)
-    engine = Engine(contract, provider, store, toolbox, stored, observer, prices)
-    return await engine.drive(resumed=True)
+
+
+def _stored_gate(
+    stored: StoredRun,
+    contract: TaskContract,
+    approver: Approver | None,
+    policy: Policy | None,
+    replace_policy: bool,
+) -> tuple[Gate, Resumption]:
+    """The gate of the run's stored policy, or of an explicitly replacing one."""
+    try:
+        with loading():
+            kept = (
+                Policy.model_validate_json(stored.policy_json)
+                if stored.policy_json is not None
+                else Policy.permissive()  # stored before policies existed: it ran unchecked
+            )
+            remembered = remembered_from_json(stored.remembered_json)
+    except ValidationError as exc:
+        raise ResumeError(
+            f"run {stored.id!r} holds a policy this version cannot read: {exc}"
+        ) from None
+    resumption = Resumption()
+    if policy is not None and policy != kept:
+        if not replace_policy:
+            raise ConfigError(
+                f"run {stored.id!r} was started under a different policy; pass "
+                "replace_policy=True to resume it under this one (ioh: --replace-policy)"
+            )
+        kept = policy
+        resumption.policy_json = policy.model_dump_json()
+    gate = Gate(kept, approver, goal=contract.goal, run_id=stored.id, remembered=remembered)
+    return gate, resumption
+
+
+def _decision_for(stored: StoredRun, gate: Gate, decision: Decision | None) -> Decision | None:
+    """The decision on the act the run awaits: given now, stored before, or the approver's.
+
+    None is needed when the policy no longer asks about the act (it was replaced).
+    """
+    pending = stored.pending
+    if pending is None:
+        if decision is not None:
+            raise ConfigError(f"run {stored.id!r} is not awaiting approval; it takes no decision")
+        return None
+    if decision is not None:
+        if pending.status == "decided":
+            raise ConfigError(
+                f"the action run {stored.id!r} awaits was already decided "
+                f"({pending.decision_json}); resume without a decision to perform it"
+            )
+        return decision if decision.by else decision.model_copy(update={"by": "resume()"})
+    if pending.decision_json is not None:
+        return Decision.model_validate_json(pending.decision_json)
+    request = ApprovalRequest.model_validate_json(pending.request_json)
+    asks = gate.verdict(Access(request.act, request.target)).effect is Effect.ASK
+    if gate.approver is None and asks:
+        raise ConfigError(
+            f"run {stored.id!r} awaits a decision on {request.describe()} (request "
+            f"{request.id}); pass decision= or an approver (ioh approve / ioh deny)"
+        )
+    return None
 
 
 def _sync(coroutine: Coroutine[Any, Any, T]) -> T:
@@ -199,10 +317,21 @@ def run_sync(
     run_id: str | None = None,
     observer: Observer | None = None,
     prices: PriceTable | None = None,
+    policy: Policy | None = None,
+    approver: Approver | None = None,
 ) -> RunResult:
     """:func:`run` for callers without an event loop."""
     return _sync(
-        run(contract, provider, store=store, run_id=run_id, observer=observer, prices=prices)
+        run(
+            contract,
+            provider,
+            store=store,
+            run_id=run_id,
+            observer=observer,
+            prices=prices,
+            policy=policy,
+            approver=approver,
+        )
     )
 
 
@@ -213,6 +342,22 @@ def resume_sync(
     store: Store,
     observer: Observer | None = None,
     prices: PriceTable | None = None,
+    approver: Approver | None = None,
+    decision: Decision | None = None,
+    policy: Policy | None = None,
+    replace_policy: bool = False,
 ) -> RunResult:
     """:func:`resume` for callers without an event loop."""
-    return _sync(resume(run_id, provider, store=store, observer=observer, prices=prices))
+    return _sync(
+        resume(
+            run_id,
+            provider,
+            store=store,
+            observer=observer,
+            prices=prices,
+            approver=approver,
+            decision=decision,
+            policy=policy,
+            replace_policy=replace_policy,
+        )
+    )

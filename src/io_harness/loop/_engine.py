@@ -19,13 +19,10 @@ from io_harness.errors import ProviderError
 from io_harness.loop._calls import ProviderCaller, Unanswered
 from io_harness.loop._context import failing_check_message
 from io_harness.loop._outcome import RunOutcome, RunResult
-from io_harness.messages import (
-    CompletionRequest,
-    Message,
-    ToolResult,
-    ToolSpec,
-)
+from io_harness.loop._progress import DoneCall, StepProgress
+from io_harness.messages import CompletionRequest, Message, ToolSpec
 from io_harness.observe import (
+    AwaitingApproval,
     Observer,
     Retrying,
     RunEvent,
@@ -36,19 +33,21 @@ from io_harness.observe import (
     Trigger,
     Verified,
 )
+from io_harness.policy._approval import ApprovalRequest, Decision
+from io_harness.policy._gate import Gate, canonical_argv
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
 from io_harness.store import Store
 from io_harness.store._records import (
+    ApprovalRow,
     EventRow,
     Finish,
     StepRecord,
     StoredRun,
-    ToolCallRow,
     VerificationRow,
 )
 from io_harness.tools import Toolbox
-from io_harness.tools._base import ToolOutcome
+from io_harness.tools._base import Deferral, ToolOutcome
 from io_harness.verify import VerificationResult
 
 __all__ = ["MAX_OUTPUT_TOKENS", "Engine"]
@@ -63,7 +62,12 @@ _CUT_OFF_CALL = (
 
 
 def run_started(
-    run_id: str, step: int, contract: TaskContract, provider: Provider, resumed: bool
+    run_id: str,
+    step: int,
+    contract: TaskContract,
+    provider: Provider,
+    resumed: bool,
+    policy_replaced: bool = False,
 ) -> RunStarted:
     """The event that opens a run, or a resumption of it."""
     return RunStarted(
@@ -73,7 +77,22 @@ def run_started(
         provider=provider.name,
         model=provider.model,
         resumed=resumed,
+        policy_replaced=policy_replaced,
     )
+
+
+class Resumption:
+    """How a resumed run continues: a deferred action and its decision, a replaced policy."""
+
+    def __init__(
+        self,
+        pending: ApprovalRow | None = None,
+        decision: Decision | None = None,
+        policy_json: str | None = None,
+    ) -> None:
+        self.pending = pending
+        self.decision = decision
+        self.policy_json = policy_json
 
 
 class Engine:
@@ -87,8 +106,12 @@ class Engine:
         toolbox: Toolbox,
         stored: StoredRun,
         observer: Observer | None,
-        prices: PriceTable | None = None,
+        prices: PriceTable | None,
+        gate: Gate,
     ) -> None:
+        self.gate = gate
+        self.awaiting: ApprovalRequest | None = None
+        self.resuming: tuple[ApprovalRequest, ApprovalRow] | None = None
         self.contract = contract
         self.provider = provider
         self.store = store
@@ -123,32 +146,49 @@ class Engine:
 
     # -- the loop ----------------------------------------------------------------
 
-    async def drive(self, *, resumed: bool) -> RunResult:
+    async def drive(self, *, resumed: bool, resumption: Resumption | None = None) -> RunResult:
         """Take steps until an outcome; every step is committed before the next begins.
 
         A new run's ``RunStarted`` was stored with the run; a resumed run's is
-        stored with its first record.
+        stored with its first record. A resumed run that was awaiting approval
+        first finishes the step the deferral interrupted, whatever the budgets
+        say: its model call was made and paid for within them.
         """
-        started = run_started(self.run_id, self.steps, self.contract, self.provider, resumed)
+        resumption = resumption or Resumption()
+        started = run_started(
+            self.run_id,
+            self.steps,
+            self.contract,
+            self.provider,
+            resumed,
+            policy_replaced=resumption.policy_json is not None,
+        )
         await self._emit([started])
         pending: list[RunEvent] = [started] if resumed else []
         # A process that died between a write and its step's commit left a change
         # nobody checked: a resumed run checks in its first step whatever the model
         # does, or, if the run ends before the model answers, as it ends.
         self.check_pending = resumed
+        deferred = resumption.pending
         while True:
             record = StepRecord(step=self.steps + 1, started_at=time.time())
+            record.policy_json, resumption.policy_json = resumption.policy_json, None
             events, pending = pending, []
-            outcome = self._budget_outcome()
-            if outcome is None:
-                outcome = await self._step(record, events)
-            unchecked = self.check_pending and outcome not in (None, RunOutcome.SUCCESS)
+            if deferred is not None:
+                outcome = await self._resume_deferred(record, events, deferred, resumption.decision)
+                deferred = None
+            else:
+                outcome = self._budget_outcome()
+                if outcome is None:
+                    outcome = await self._step(record, events)
+            unchecked = self.check_pending and outcome not in _NO_LATE_CHECK
             if unchecked and await self._verify(record, events, "resumed"):
                 outcome = RunOutcome.SUCCESS
-            if outcome is not None:
+            if outcome is not None and outcome is not RunOutcome.AWAITING_APPROVAL:
                 events.append(self._finish(record, outcome))
             record.finished_at = time.time()
             record.events = [event_row(e) for e in events]
+            self._take_gate_rows(record)
             self.store.commit_step(self.run_id, record)
             await self._emit([e for e in events if not isinstance(e, _LIVE_EVENTS)])
             if outcome is not None:
@@ -161,7 +201,15 @@ class Engine:
                     error=self.last_error,
                     cost_micros=self.cost_micros,
                     unpriced_calls=self.unpriced_calls,
+                    request=self.awaiting,
+                    remembered=tuple(self.gate.remembered),
                 )
+
+    def _take_gate_rows(self, record: StepRecord) -> None:
+        record.permissions = self.gate.take_rows()
+        if self.gate.remembered_changed:
+            record.remembered_json = self.gate.remembered_json()
+            self.gate.remembered_changed = False
 
     def _budget_outcome(self) -> RunOutcome | None:
         budget = self.contract.budget
@@ -193,24 +241,62 @@ class Engine:
         if isinstance(answer, Unanswered):
             self.last_error = answer.error
             return answer.outcome
-        step = record.step
         self.last_input_tokens = answer.usage.input_tokens
-        assistant = Message(role="assistant", content=answer.content)
-        record.messages.append(assistant)
-        record.usage = answer.usage
-        results: list[ToolResult] = []
-        changed = False
-        for call in answer.tool_calls:
-            if answer.finish_reason == "length" and isinstance(call.arguments, str):
+        progress = StepProgress(
+            assistant=Message(role="assistant", content=answer.content),
+            usage=answer.usage,
+            finish_reason=answer.finish_reason,
+            provider=record.attempts[-1].provider,
+            cost_micros=record.cost_micros,
+            unpriced=bool(record.unpriced_calls),
+            started_at=record.started_at,
+        )
+        return await self._act(record, events, progress)
+
+    async def _resume_deferred(
+        self,
+        record: StepRecord,
+        events: list[RunEvent],
+        deferred: ApprovalRow,
+        decision: Decision | None,
+    ) -> RunOutcome | None:
+        """Finish the step a deferral interrupted, starting with the deferred call."""
+        progress = StepProgress.model_validate_json(deferred.progress_json)
+        record.started_at = progress.started_at
+        record.earlier_cost_micros = progress.cost_micros
+        self.resuming = (ApprovalRequest.model_validate_json(deferred.request_json), deferred)
+        return await self._act(record, events, progress, decision)
+
+    async def _act(
+        self,
+        record: StepRecord,
+        events: list[RunEvent],
+        progress: StepProgress,
+        decision: Decision | None = None,
+    ) -> RunOutcome | None:
+        """Run the answer's tool calls from where ``progress`` is, then check and close the step.
+
+        ``decision`` answers the first call's deferred act, on a resume.
+        """
+        step = record.step
+        self.gate.step = step
+        calls = progress.assistant.tool_calls
+        while len(progress.done) < len(calls):
+            call = calls[len(progress.done)]
+            done: ToolOutcome | Deferral
+            if progress.finish_reason == "length" and isinstance(call.arguments, str):
                 done = ToolOutcome(_CUT_OFF_CALL, is_error=True)
             else:
-                done = await self.toolbox.dispatch(call)
-            changed = changed or bool(done.changed)
-            results.append(
-                ToolResult(tool_use_id=call.id, content=done.content, is_error=done.is_error)
-            )
-            record.tool_calls.append(
-                ToolCallRow(
+                done = await self.toolbox.dispatch(
+                    call, gate=self.gate, decision=decision, cleared=progress.cleared
+                )
+            if isinstance(done, Deferral):
+                progress.cleared = done.cleared
+                return self._defer(record, events, progress, done.request)
+            self._resolved(record, decision)
+            decision, progress.cleared = None, 0
+            progress.done.append(
+                DoneCall(
                     call_id=call.id,
                     name=call.name,
                     arguments_json=json.dumps(call.arguments),
@@ -231,13 +317,18 @@ class Engine:
                     changed=done.changed,
                 )
             )
-        if results:
-            record.messages.append(Message(role="tool", content=tuple(results)))
+        self._resolved(record, decision)
+        record.messages.append(progress.assistant)
+        record.usage = progress.usage
+        record.tool_calls = [d.row() for d in progress.done]
+        if progress.done:
+            results = tuple(d.result_block() for d in progress.done)
+            record.messages.append(Message(role="tool", content=results))
         outcome: RunOutcome | None = None
         trigger: Trigger | None = None
-        if changed:
+        if any(d.changed for d in progress.done):
             trigger = "file_changed"
-        elif not results:
+        elif not progress.done:
             trigger = "turn_ended"
         elif self.check_pending:
             trigger = "resumed"
@@ -254,14 +345,71 @@ class Engine:
                 step=step,
                 usage=record.usage,
                 total_usage=self.usage,
-                tool_calls=len(results),
-                text=assistant.text,
-                provider=record.attempts[-1].provider,
-                cost_micros=None if record.unpriced_calls else record.cost_micros,
+                tool_calls=len(progress.done),
+                text=progress.assistant.text,
+                provider=progress.provider,
+                cost_micros=None if progress.unpriced else record.step_cost_micros,
                 total_cost_micros=self.cost_micros,
             )
         )
         return outcome or self._budget_outcome()
+
+    def _resolved(self, record: StepRecord, decision: Decision | None) -> None:
+        """Once the deferred call has run (or been refused), its approval is done."""
+        if self.resuming is None:
+            return
+        request, row = self.resuming
+        self.resuming = None
+        taken = decision or Decision.approve(by="nobody: the policy no longer asked")
+        stored = row.decision_json
+        record.resolves = ApprovalRow(
+            id=request.id,
+            run_id=self.run_id,
+            step=record.step,
+            status="done",
+            request_json=row.request_json,
+            progress_json=row.progress_json,
+            decision_json=stored if stored and decision is None else taken.model_dump_json(),
+            created_at=row.created_at,
+            decided_at=row.decided_at or time.time(),
+        )
+
+    def _defer(
+        self,
+        record: StepRecord,
+        events: list[RunEvent],
+        progress: StepProgress,
+        request: ApprovalRequest,
+    ) -> RunOutcome:
+        """Store the interrupted step with the request; the run stops awaiting a decision."""
+        if self.resuming is not None and self.resuming[0].call_id == request.call_id:
+            # The same action deferred again keeps its id: one request, one decision.
+            request = request.model_copy(update={"id": self.resuming[0].id})
+            self.resuming = None
+        record.defers = ApprovalRow(
+            id=request.id,
+            run_id=self.run_id,
+            step=record.step,
+            status="pending",
+            request_json=request.model_dump_json(),
+            progress_json=progress.model_dump_json(),
+            decision_json=None,
+            created_at=time.time(),
+        )
+        self.awaiting = request
+        events.append(
+            AwaitingApproval(
+                run_id=self.run_id,
+                step=record.step,
+                request_id=request.id,
+                act=request.act.value,
+                target=request.target,
+                tool=request.tool,
+                rule=str(request.verdict.rule) if request.verdict.rule else None,
+                layer=request.verdict.layer,
+            )
+        )
+        return RunOutcome.AWAITING_APPROVAL
 
     def _can_afford(self, request: CompletionRequest) -> bool:
         """Whether the cost budget can cover the least the next call will cost.
@@ -288,6 +436,9 @@ class Engine:
         self.check_pending = False
         started = time.monotonic()
         criterion = self.contract.verify
+        self.gate.call_id = ""
+        for argv in criterion.commands():
+            self.gate.check_outright(canonical_argv(argv))
         try:
             result = await criterion.check(self.contract.subject(deadline))
         except Exception as exc:  # a check that breaks fails; it never passes or crashes
@@ -359,6 +510,7 @@ class Engine:
 
 
 _LIVE_EVENTS = (RunStarted, Retrying)
+_NO_LATE_CHECK = (None, RunOutcome.SUCCESS, RunOutcome.AWAITING_APPROVAL)
 """Events the observer gets as they happen; the rest follow their step's commit."""
 
 

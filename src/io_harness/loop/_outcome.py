@@ -9,6 +9,9 @@ from decimal import Decimal
 
 from io_harness.errors import ProviderError
 from io_harness.messages import Usage
+from io_harness.policy._approval import ApprovalRequest
+from io_harness.policy._gate import remembered_from_json
+from io_harness.policy._rules import Rule
 from io_harness.pricing import MICROS
 from io_harness.store._records import StoredRun
 from io_harness.verify import VerificationResult
@@ -25,6 +28,8 @@ class RunOutcome(enum.StrEnum):
     TOKEN_BUDGET_EXCEEDED = "token_budget_exceeded"
     COST_BUDGET_EXCEEDED = "cost_budget_exceeded"
     PROVIDER_FAILED = "provider_failed"
+    AWAITING_APPROVAL = "awaiting_approval"
+    """Not an end: an approver deferred an act; ``resume`` with a decision continues."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +51,15 @@ class RunResult:
     """Priced spend in micro-units of the price table's currency."""
     unpriced_calls: int = 0
     """Answered model calls whose model had no price: spend not in ``cost_micros``."""
+    request: ApprovalRequest | None = None
+    """The deferred act an ``AWAITING_APPROVAL`` run waits on."""
+    remembered: tuple[Rule, ...] = ()
+    """The rules approvers asked the run to remember, oldest first."""
+
+    @property
+    def request_id(self) -> str | None:
+        """The id of the deferred act an ``AWAITING_APPROVAL`` run waits on."""
+        return self.request.id if self.request is not None else None
 
     @property
     def cost(self) -> Decimal:
@@ -75,4 +89,5 @@ class RunResult:
             error=ProviderError.from_dict(json.loads(run.error_json)) if run.error_json else None,
             cost_micros=run.cost_micros,
             unpriced_calls=run.unpriced_calls,
+            remembered=tuple(remembered_from_json(run.remembered_json)),
         )

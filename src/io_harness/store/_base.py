@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from io_harness.errors import StorageError
 from io_harness.messages import Message
-from io_harness.store._records import NewRun, RunSummary, StepRecord, StoredRun
+from io_harness.store._records import ApprovalRow, NewRun, RunSummary, StepRecord, StoredRun
 
 if TYPE_CHECKING:
     from io_harness.store._sqlite import SqliteStore
@@ -31,6 +31,10 @@ class Trace(BaseModel):
     tool_calls: tuple[dict[str, Any], ...]
     verifications: tuple[dict[str, Any], ...]
     events: tuple[dict[str, Any], ...]
+    permissions: tuple[dict[str, Any], ...] = ()
+    """Every verdict of the gate and the decision on it."""
+    approvals: tuple[dict[str, Any], ...] = ()
+    """Every deferred action, pending, decided or done."""
 
 
 class Store(abc.ABC):
@@ -89,6 +93,17 @@ class Store(abc.ABC):
         A step number that is not the next one (another writer advanced the
         run) is a StorageError and nothing is written.
         """
+
+    @abc.abstractmethod
+    def decide(self, request_id: str, decision_json: str, at: float) -> None:
+        """Store the decision on a deferred action; the next resume performs it.
+
+        An unknown request, or one decided or performed already, is a ConfigError.
+        """
+
+    @abc.abstractmethod
+    def approvals(self, run_id: str | None = None) -> list[ApprovalRow]:
+        """Deferred actions not yet performed (of one run, or of all), oldest first."""
 
     @abc.abstractmethod
     def runs(self, limit: int | None = None) -> list[RunSummary]:

@@ -13,9 +13,11 @@ from pydantic import BaseModel, ConfigDict
 from io_harness.messages import Message, Usage
 
 __all__ = [
+    "ApprovalRow",
     "EventRow",
     "Finish",
     "NewRun",
+    "PermissionRow",
     "ProviderAttempt",
     "RunSummary",
     "StepRecord",
@@ -39,6 +41,8 @@ class NewRun:
     started_at: float
     messages: tuple[Message, ...]
     events: tuple[EventRow, ...] = ()
+    policy_json: str | None = None
+    """The Policy the run is governed by, as JSON."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +105,42 @@ class VerificationRow:
 
 
 @dataclass(frozen=True, slots=True)
+class PermissionRow:
+    """One verdict of the gate and what was decided on it."""
+
+    call_id: str
+    act: str
+    target: str
+    argv_json: str | None
+    effect: str
+    rule: str | None
+    layer: str | None
+    decision: str
+    decided_by: str
+    reason: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRow:
+    """An action an approver deferred, with the step it interrupted.
+
+    ``status`` is ``pending`` until a decision is stored (``decided``) and
+    ``done`` once the step that performs the decision is committed.
+    """
+
+    id: str
+    run_id: str
+    step: int
+    status: str
+    request_json: str
+    progress_json: str
+    decision_json: str | None
+    created_at: float
+    decided_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Finish:
     """How a run ended."""
 
@@ -128,12 +168,28 @@ class StepRecord:
     tool_calls: list[ToolCallRow] = field(default_factory=list)
     verifications: list[VerificationRow] = field(default_factory=list)
     events: list[EventRow] = field(default_factory=list)
+    permissions: list[PermissionRow] = field(default_factory=list)
     finish: Finish | None = None
+    remembered_json: str | None = None
+    """The run's whole list of remembered rules, when this step changed it."""
+    policy_json: str | None = None
+    """A policy that replaces the run's from now on (an explicit resume under another)."""
+    defers: ApprovalRow | None = None
+    """The action this record stops at; the run becomes ``awaiting``."""
+    resolves: ApprovalRow | None = None
+    """The deferred action this record performs (its decision included); it becomes done."""
+    earlier_cost_micros: int = 0
+    """What this step's model call cost when it was committed before a deferral."""
 
     @property
     def cost_micros(self) -> int:
         """The priced cost of this record's attempts."""
         return sum(a.cost_micros or 0 for a in self.attempts)
+
+    @property
+    def step_cost_micros(self) -> int:
+        """What this step's model calls cost, those committed before a deferral included."""
+        return self.cost_micros + self.earlier_cost_micros
 
     @property
     def unpriced_calls(self) -> int:
@@ -168,6 +224,11 @@ class StoredRun:
     error_json: str | None
     verification_json: str | None
     messages: list[Message]
+    policy_json: str | None = None
+    """The run's Policy JSON; ``None`` for a run stored before policies existed."""
+    remembered_json: str | None = None
+    pending: ApprovalRow | None = None
+    """The deferred action the run waits on, when ``status`` is ``awaiting``."""
 
 
 class RunSummary(BaseModel):

@@ -17,7 +17,7 @@ CREATE TABLE runs (
     tools              TEXT NOT NULL,          -- ToolSpec JSON list offered to the model
     provider           TEXT NOT NULL,
     model              TEXT NOT NULL,
-    status             TEXT NOT NULL,          -- running | finished
+    status             TEXT NOT NULL,          -- running | awaiting | finished
     outcome            TEXT,                   -- RunOutcome value once finished
     steps              INTEGER NOT NULL DEFAULT 0,
     input_tokens       INTEGER NOT NULL DEFAULT 0,
@@ -119,7 +119,45 @@ ALTER TABLE provider_calls ADD COLUMN time_to_first_token REAL;  -- seconds; NUL
 ALTER TABLE provider_calls ADD COLUMN cost_micros INTEGER;       -- NULL: unpriced
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+_V3 = """
+ALTER TABLE runs ADD COLUMN policy TEXT;      -- Policy JSON the run is governed by; NULL: before v3
+ALTER TABLE runs ADD COLUMN remembered TEXT;  -- JSON list of rules approvers asked to remember
+
+-- Every verdict of the gate and every decision on it, in the order they were made.
+CREATE TABLE permissions (
+    run_id     TEXT NOT NULL REFERENCES runs (id),
+    seq        INTEGER NOT NULL,                 -- order within the run
+    step       INTEGER NOT NULL,
+    call_id    TEXT NOT NULL,                    -- the tool call; '' for the criterion
+    act        TEXT NOT NULL,                    -- read | write | exec | net
+    target     TEXT NOT NULL,                    -- canonical path, program or host[:port]
+    argv       TEXT,                             -- JSON list, for exec
+    effect     TEXT NOT NULL,                    -- the policy's verdict: allow | ask | deny
+    rule       TEXT,                             -- the rule that decided; NULL: the act's default
+    layer      TEXT,
+    decision   TEXT NOT NULL,                    -- allowed | refused | approved | denied | deferred
+    decided_by TEXT NOT NULL,                    -- policy, remembered, or the approver
+    reason     TEXT NOT NULL DEFAULT '',
+    at         REAL NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+
+-- Actions an approver deferred. A run with one that is not done is 'awaiting'.
+CREATE TABLE approvals (
+    id         TEXT PRIMARY KEY,                 -- the request id
+    run_id     TEXT NOT NULL REFERENCES runs (id),
+    step       INTEGER NOT NULL,
+    status     TEXT NOT NULL,                    -- pending | decided | done
+    request    TEXT NOT NULL,                    -- ApprovalRequest JSON
+    progress   TEXT NOT NULL,                    -- the step so far, JSON
+    decision   TEXT,                             -- Decision JSON once decided
+    created_at REAL NOT NULL,
+    decided_at REAL
+);
+CREATE INDEX approvals_by_run ON approvals (run_id, status);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
 """``MIGRATIONS[n]`` takes a store from version ``n`` to ``n + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

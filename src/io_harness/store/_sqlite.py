@@ -12,9 +12,18 @@ from typing import Any, Literal
 
 from io_harness.errors import ConfigError, ResumeError, StorageError
 from io_harness.messages import Message, Usage
+from io_harness.store._approvals_sql import (
+    APPROVAL_COLUMNS,
+    approval_from_row,
+    check_writer_may_commit,
+    decide,
+    insert_permissions,
+    write_approvals,
+)
 from io_harness.store._base import Store, Trace
 from io_harness.store._lease import FileLeases, MemoryLeases
 from io_harness.store._records import (
+    ApprovalRow,
     EventRow,
     Finish,
     NewRun,
@@ -38,7 +47,7 @@ _USAGE_COLUMNS = (
 _RUN_COLUMNS = (
     "id", "goal", "contract", "system_prompt", "tools", "provider", "model", "status",
     "outcome", "steps", *_USAGE_COLUMNS, "cost_micros", "unpriced_calls", "started_at",
-    "finished_at", "error",
+    "finished_at", "error", "policy", "remembered",
 )  # fmt: skip
 
 
@@ -150,7 +159,7 @@ class SqliteStore(Store):
                 )
             db.execute(
                 "INSERT INTO runs (id, goal, contract, system_prompt, tools, provider, model,"
-                " status, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+                " status, started_at, policy) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)",
                 (
                     run.id,
                     run.goal,
@@ -160,6 +169,7 @@ class SqliteStore(Store):
                     run.provider,
                     run.model,
                     run.started_at,
+                    run.policy_json,
                 ),
             )
             self._insert_messages(db, run.id, 0, run.messages)
@@ -171,11 +181,7 @@ class SqliteStore(Store):
             if row is None:
                 raise StorageError(f"run {run_id!r} is not in the store")
             steps, status = row
-            if steps != record.step - 1 or status != "running":
-                raise StorageError(
-                    f"run {run_id!r} was advanced by another writer (it is at step {steps}, "
-                    f"{status}); this writer's step {record.step} was not written"
-                )
+            check_writer_may_commit(db, run_id, record, steps, status)
             if record.counts_as_step:
                 self._insert_step(db, run_id, record)
             db.executemany(
@@ -230,8 +236,30 @@ class SqliteStore(Store):
                     (record.cost_micros, record.unpriced_calls, run_id),
                 )
             self._insert_events(db, run_id, record.events)
+            insert_permissions(db, run_id, record.step, record.permissions)
+            write_approvals(db, run_id, record)
+            for column, value in (("remembered", record.remembered_json),
+                                  ("policy", record.policy_json)):  # fmt: skip
+                if value is not None:
+                    db.execute(f"UPDATE runs SET {column} = ? WHERE id = ?", (value, run_id))
             if record.finish is not None:
                 self._finish(db, run_id, record.finish)
+
+    def decide(self, request_id: str, decision_json: str, at: float) -> None:
+        with self._transaction() as db:
+            decide(db, request_id, decision_json, at)
+
+    def approvals(self, run_id: str | None = None) -> list[ApprovalRow]:
+        where = "status IN ('pending', 'decided')"
+        params: tuple[Any, ...] = ()
+        if run_id is not None:
+            where, params = f"{where} AND run_id = ?", (run_id,)
+        rows = self._read(
+            f"SELECT {', '.join(APPROVAL_COLUMNS)} FROM approvals WHERE {where}"
+            " ORDER BY created_at, id",
+            params,
+        )
+        return [approval_from_row(row) for row in rows]
 
     def _insert_step(self, db: sqlite3.Connection, run_id: str, record: StepRecord) -> None:
         usage = _usage_values(record.usage)
@@ -245,7 +273,7 @@ class SqliteStore(Store):
                 record.started_at,
                 record.finished_at,
                 *usage,
-                record.cost_micros,
+                record.step_cost_micros,
             ),
         )
         db.execute(
@@ -358,6 +386,9 @@ class SqliteStore(Store):
             error_json=row["error"],
             verification_json=self._last_check(run_id),
             messages=messages,
+            policy_json=row["policy"],
+            remembered_json=row["remembered"],
+            pending=next(iter(self.approvals(run_id)), None),
         )
 
     def _last_check(self, run_id: str) -> str | None:
@@ -411,6 +442,8 @@ class SqliteStore(Store):
             tool_calls=self._table("tool_calls", run_id, "step, seq"),
             verifications=self._table("verifications", run_id, "step, seq"),
             events=self._table("events", run_id, "seq"),
+            permissions=self._table("permissions", run_id, "seq"),
+            approvals=self._table("approvals", run_id, "created_at, id"),
         )
 
 

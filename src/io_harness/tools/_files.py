@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
+from io_harness.policy._gate import Access
+from io_harness.policy._rules import Act
 from io_harness.tools._base import A, Args, Tool, ToolFailure, ToolOutcome
 from io_harness.tools._text import (
     READ_CEILING_BYTES,
+    change_diff,
     read_numbered,
     read_text,
     split_lines,
@@ -47,6 +51,12 @@ class _InWorkspace(Tool[A]):
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
 
+    def _canonical(self, path: str) -> str:
+        return self.workspace.relative(self.workspace.resolve(path))
+
+    def _on(self, act: Act, path: str) -> Access:
+        return Access(act, self._canonical(path))
+
 
 class ReadFileArgs(Args):
     path: str = Field(description="File path relative to the workspace root.")
@@ -62,6 +72,9 @@ class ReadFile(_InWorkspace[ReadFileArgs]):
     )
     args = ReadFileArgs
 
+    def accesses(self, args: ReadFileArgs) -> Sequence[Access]:
+        return (self._on(Act.READ, args.path),)
+
     async def invoke(self, args: ReadFileArgs) -> ToolOutcome:
         path = self.workspace.resolve(args.path)
         return ToolOutcome(read_numbered(path, args.path, args.offset, args.limit))
@@ -76,6 +89,12 @@ class WriteFile(_InWorkspace[WriteFileArgs]):
     name = "write_file"
     description = "Write a whole file, creating it and its folders if needed."
     args = WriteFileArgs
+
+    def accesses(self, args: WriteFileArgs) -> Sequence[Access]:
+        return (self._on(Act.WRITE, args.path),)
+
+    def preview(self, args: WriteFileArgs) -> str:
+        return change_diff(self.workspace.resolve(args.path), args.path, args.content)
 
     async def invoke(self, args: WriteFileArgs) -> ToolOutcome:
         return write_reported(self.workspace.resolve(args.path), args.content, args.path)
@@ -95,7 +114,10 @@ class EditFile(_InWorkspace[EditFileArgs]):
     )
     args = EditFileArgs
 
-    async def invoke(self, args: EditFileArgs) -> ToolOutcome:
+    def accesses(self, args: EditFileArgs) -> Sequence[Access]:
+        return (self._on(Act.READ, args.path), self._on(Act.WRITE, args.path))
+
+    def _edited(self, args: EditFileArgs) -> tuple[Path, str, int]:
         if not args.search:
             raise ToolFailure("search is empty; give the exact text to replace")
         path = self.workspace.resolve(args.path)
@@ -109,7 +131,17 @@ class EditFile(_InWorkspace[EditFileArgs]):
             )
         at = text.index(args.search)
         line = text[:at].count("\n") + 1
-        edited = text[:at] + args.replace + text[at + len(args.search) :]
+        return path, text[:at] + args.replace + text[at + len(args.search) :], line
+
+    def preview(self, args: EditFileArgs) -> str:
+        try:
+            path, edited, _ = self._edited(args)
+        except ToolFailure as exc:
+            return f"(the edit will fail: {exc})"
+        return change_diff(path, args.path, edited)
+
+    async def invoke(self, args: EditFileArgs) -> ToolOutcome:
+        path, edited, line = self._edited(args)
         if write_text(path, edited, args.path) == "unchanged":
             return ToolOutcome(f"{args.path} unchanged: the replacement equals the search text")
         return ToolOutcome(f"{args.path} edited at line {line}", changed=(args.path,))
@@ -130,6 +162,9 @@ class Grep(_InWorkspace[GrepArgs]):
     )
     args = GrepArgs
 
+    def accesses(self, args: GrepArgs) -> Sequence[Access]:
+        return (Access(Act.READ, "."),)
+
     async def invoke(self, args: GrepArgs) -> ToolOutcome:
         try:
             regex = re.compile(args.pattern)
@@ -138,9 +173,13 @@ class Grep(_InWorkspace[GrepArgs]):
         shown: list[str] = []
         hidden = 0
         unreadable = 0
+        withheld = 0
         for path in self.workspace.walk():
             rel = self.workspace.relative(path)
             if args.path_glob is not None and not _glob_matches(rel, args.path_glob):
+                continue
+            if not self.workspace.may_read(rel):
+                withheld += 1
                 continue
             try:
                 text = read_text(path, rel)
@@ -158,6 +197,8 @@ class Grep(_InWorkspace[GrepArgs]):
             notes.append(f"[{hidden} more matches not shown; narrow the pattern or path_glob]")
         if unreadable:
             notes.append(f"[{unreadable} binary, non-UTF-8 or oversized files not searched]")
+        if withheld:
+            notes.append(f"[{withheld} files not searched: the policy does not let you read them]")
         if not shown:
             return ToolOutcome("\n".join([f"no matches for {args.pattern!r}", *notes]))
         return ToolOutcome("\n".join(shown + notes))
@@ -173,6 +214,9 @@ class Find(_InWorkspace[FindArgs]):
     name = "find"
     description = f"List files whose name matches a glob, at most {FIND_MAX_RESULTS}."
     args = FindArgs
+
+    def accesses(self, args: FindArgs) -> Sequence[Access]:
+        return (Access(Act.READ, "."),)
 
     async def invoke(self, args: FindArgs) -> ToolOutcome:
         found = [
@@ -203,6 +247,9 @@ class ListDir(_InWorkspace[ListDirArgs]):
         except PathRefused as refused:
             return "(a symlink loop)" if "loop" in str(refused) else "(outside the workspace)"
         return self.workspace.relative(real)
+
+    def accesses(self, args: ListDirArgs) -> Sequence[Access]:
+        return (self._on(Act.READ, args.path or "."),)
 
     async def invoke(self, args: ListDirArgs) -> ToolOutcome:
         folder = self.workspace.resolve(args.path or ".")

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
+from io_harness.policy._gate import Access
+from io_harness.policy._rules import Act
 from io_harness.tools._base import Args, Tool, ToolOutcome
-from io_harness.tools._text import READ_CEILING_BYTES, read_numbered, write_reported
+from io_harness.tools._text import READ_CEILING_BYTES, change_diff, read_numbered, write_reported
 
 __all__ = ["single_file_tools"]
 
@@ -33,6 +36,9 @@ class _ReadTheFile(Tool[_ReadArgs]):
     def __init__(self, path: Path) -> None:
         self.path = path
 
+    def accesses(self, args: _ReadArgs) -> Sequence[Access]:
+        return (Access(Act.READ, self.path.name),)
+
     async def invoke(self, args: _ReadArgs) -> ToolOutcome:
         if not self.path.exists():
             return ToolOutcome(f"{self.path.name} does not exist yet; create it with write_file")
@@ -46,6 +52,12 @@ class _WriteTheFile(Tool[_ContentArgs]):
 
     def __init__(self, path: Path) -> None:
         self.path = path
+
+    def accesses(self, args: _ContentArgs) -> Sequence[Access]:
+        return (Access(Act.WRITE, self.path.name),)
+
+    def preview(self, args: _ContentArgs) -> str:
+        return change_diff(self.path, self.path.name, args.content)
 
     async def invoke(self, args: _ContentArgs) -> ToolOutcome:
         return write_reported(self.path, args.content, self.path.name)

@@ -6,6 +6,7 @@ edit positions), so every tool agrees on what line N is.
 
 from __future__ import annotations
 
+import difflib
 import os
 import secrets
 import stat
@@ -19,6 +20,7 @@ __all__ = [
     "PARTIAL_SUFFIX",
     "READ_CEILING_BYTES",
     "WriteVerb",
+    "change_diff",
     "number_lines",
     "read_numbered",
     "read_text",
@@ -203,3 +205,18 @@ def remove_partial_writes(files: Iterable[Path]) -> list[Path]:
             path.unlink(missing_ok=True)
             removed.append(path)
     return removed
+
+
+def change_diff(path: Path, rel: str, new_text: str) -> str:
+    """The unified diff a write of ``new_text`` to ``path`` would make (what an approver sees)."""
+    try:
+        old = path.read_text(encoding="utf-8") if path.is_file() else ""
+    except (OSError, UnicodeDecodeError):
+        return f"({rel} is not readable text; the write replaces it)"
+    diff = difflib.unified_diff(
+        old.splitlines(keepends=True),
+        new_text.splitlines(keepends=True),
+        fromfile=f"a/{rel}" if path.exists() else "/dev/null",
+        tofile=f"b/{rel}",
+    )
+    return "".join(diff) or "(no change)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 
 __all__ = ["SKIPPED_DIRS", "PathRefused", "Workspace"]
@@ -20,8 +20,10 @@ class PathRefused(Exception):
 class Workspace:
     """The folder the agent works in; every path is checked against it on every call."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, may_read: Callable[[str], bool] | None = None) -> None:
         self.root = root.resolve()
+        self.may_read: Callable[[str], bool] = may_read or (lambda _rel: True)
+        """Whether a walk (grep) may read a file, by its relative path; the gate answers."""
 
     def resolve(self, path: str) -> Path:
         """Return the real location of ``path`` (relative to the root) or refuse it.

@@ -83,6 +83,10 @@ class CriterionBase(CheckedModel, abc.ABC):
         """The contract modes this criterion can check."""
         return frozenset({"file", "workspace"})
 
+    def commands(self) -> tuple[tuple[str, ...], ...]:
+        """The commands a check runs (each an exec the policy must allow outright)."""
+        return ()
+
     @abc.abstractmethod
     async def check(self, subject: Subject) -> VerificationResult:
         """Judge the subject now."""

@@ -166,6 +166,9 @@ class Command(CriterionBase):
     def describe(self) -> str:
         return f"the command `{shlex.join(self.argv)}` exits with status {self.expect_exit}"
 
+    def commands(self) -> tuple[tuple[str, ...], ...]:
+        return (self.argv,)
+
     async def check(self, subject: Subject) -> VerificationResult:
         pytest_args_at = _pytest_args_start(self.argv)
         if pytest_args_at is None:
@@ -244,6 +247,9 @@ class PythonCompiles(CriterionBase):
             return f"these files compile as Python: {', '.join(self.paths)}"
         return "the Python code compiles"
 
+    def commands(self) -> tuple[tuple[str, ...], ...]:
+        return ((sys.executable, "-I", "-B", "-c", "<compile each file>", *self.paths),)
+
     def _targets(self, subject: Subject) -> list[str]:
         if self.paths:
             return list(self.paths)
@@ -282,6 +288,9 @@ class _Combination(CriterionBase):
     def check_config(self, mode: Mode) -> None:
         for part in self.criteria:
             part.check_config(mode)
+
+    def commands(self) -> tuple[tuple[str, ...], ...]:
+        return tuple(argv for part in self.criteria for argv in part.commands())
 
     def _listing(self, heading: str) -> str:
         return heading + "\n" + "\n".join(f"- {c.describe()}" for c in self.criteria)

@@ -85,6 +85,9 @@ class PytestPasses(CriterionBase):
             f"```python\n{self.test_src.rstrip()}\n```"
         )
 
+    def commands(self) -> tuple[tuple[str, ...], ...]:
+        return ((sys.executable, "-I", "-B", str(_RUNNER), "<subject>", "<criterion tests>"),)
+
     async def check(self, subject: Subject) -> VerificationResult:
         expected = defined_tests(self.test_src)
         with tempfile.TemporaryDirectory(prefix="ioh-criterion-") as scratch:

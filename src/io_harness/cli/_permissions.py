@@ -1,0 +1,170 @@
+"""The permission side of ``ioh``: approvers on the terminal, pending actions, policy explain."""
+
+from __future__ import annotations
+
+import getpass
+import socket
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+from rich.console import Console, Group, RenderableType
+from rich.markup import escape
+from rich.status import Status
+from rich.syntax import Syntax
+from rich.text import Text
+
+from io_harness.errors import ConfigError
+from io_harness.policy import (
+    Act,
+    ApprovalContext,
+    ApprovalRequest,
+    Approver,
+    Decision,
+    DenyAll,
+    Policy,
+    StdinApprover,
+)
+from io_harness.policy._approvers import ApproveAll, exact_rule
+from io_harness.store import Store
+from io_harness.store._records import ApprovalRow
+
+__all__ = [
+    "APPROVERS",
+    "approver_for",
+    "decide_pending",
+    "policy_for",
+    "render_pending",
+]
+
+APPROVERS = ("ask", "defer", "deny", "approve-all")
+"""The ``--approve`` choices: ask at the terminal, defer every ask, deny or approve all."""
+
+
+class PausedStatus:
+    """Wraps an approver so the live status line stops while a person is asked."""
+
+    def __init__(self, inner: Approver) -> None:
+        self.inner = inner
+        self.status: Status | None = None
+
+    async def decide(self, request: ApprovalRequest, context: ApprovalContext) -> Decision:
+        """The inner approver's decision, asked with the status line stopped."""
+        if self.status is not None:
+            self.status.stop()
+        try:
+            decision = await self.inner.decide(request, context)
+        finally:
+            if self.status is not None:
+                self.status.start()
+        return decision if decision.by else decision.model_copy(update={"by": _who()})
+
+
+def approver_for(choice: str | None) -> PausedStatus | Approver | None:
+    """The approver ``--approve`` names; by default, ask at a terminal and defer elsewhere."""
+    if choice is None:
+        choice = "ask" if sys.stdin.isatty() else "defer"
+    if choice == "ask":
+        return PausedStatus(StdinApprover())
+    if choice == "deny":
+        return DenyAll("denied by the operator's --approve deny")
+    if choice == "approve-all":
+        return ApproveAll()
+    return None
+
+
+def policy_for(contract_path: Path, policy_path: Path | None) -> Policy | None:
+    """The policy a run gets: ``--policy FILE``, else the contract's ``[policy]``, else none."""
+    if policy_path is not None:
+        return Policy.from_toml(policy_path)
+    try:
+        has_policy = "policy" in tomllib.loads(contract_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        has_policy = True  # from_toml names the problem
+    return Policy.from_toml(contract_path) if has_policy else None
+
+
+def _who() -> str:
+    try:
+        return f"{getpass.getuser()}@{socket.gethostname()}"
+    except (OSError, KeyError):
+        return "the operator"
+
+
+def decide_pending(
+    store: Store, run_id: str, *, approve: bool, remember: bool, reason: str | None
+) -> tuple[ApprovalRequest, Decision]:
+    """Store the operator's decision on the action ``run_id`` awaits."""
+    open_ = store.approvals(run_id)
+    if not open_:
+        raise ConfigError(
+            f"run {run_id!r} has no action awaiting approval (ioh pending lists them)"
+        )
+    row = open_[0]
+    request = ApprovalRequest.model_validate_json(row.request_json)
+    by = f"ioh by {_who()}"
+    if approve:
+        rules = []
+        if remember:
+            rule = exact_rule(request)
+            if rule is None:
+                raise ConfigError(
+                    f"{request.target!r} holds * or ?, so it cannot be remembered exactly"
+                )
+            rules.append(rule)
+        decision = Decision.approve(remember=rules, by=by)
+    else:
+        decision = Decision.deny(reason or "denied by the operator", by=by)
+    store.decide(row.id, decision.model_dump_json(), time.time())
+    return request, decision
+
+
+def render_pending(rows: list[ApprovalRow]) -> RenderableType:
+    """What ``ioh pending`` prints: each waiting action, why it asks, and its diff."""
+    if not rows:
+        return Text("no actions are awaiting approval")
+    parts: list[RenderableType] = []
+    for row in rows:
+        request = ApprovalRequest.model_validate_json(row.request_json)
+        verdict = request.verdict
+        why = (
+            f"rule '{verdict.rule}' in layer '{verdict.layer}'"
+            if verdict.rule is not None
+            else f"the default for {request.act.value}"
+        )
+        state = " (decided; resume performs it)" if row.status == "decided" else ""
+        parts.append(
+            Text.from_markup(
+                f"[bold]{escape(row.run_id)}[/] step {row.step}: "
+                f"{escape(request.describe())}{escape(state)}\n"
+                f"  asked by {escape(why)}; request {escape(row.id)}, "
+                f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(row.created_at))}"
+            )
+        )
+        if request.diff:
+            parts.append(Syntax(request.diff.rstrip(), "diff", theme="ansi_dark"))
+    parts.append(Text("decide: ioh approve RUN_ID [--remember] | ioh deny RUN_ID --reason TEXT"))
+    return Group(*parts)
+
+
+def explain_line(policy: Policy | None, act: str, target: str, source: Path) -> str:
+    """The verdict ``ioh policy explain`` prints, and which policy gave it."""
+    try:
+        chosen = Act(act)
+    except ValueError:
+        raise ConfigError(
+            f"unknown act {act!r}; the acts are: {', '.join(a.value for a in Act)}"
+        ) from None
+    if policy is None:
+        verdict = Policy.permissive().explain(chosen, target)
+        return f"{source} has no [policy]; runs use the permissive one: {verdict.describe()}"
+    return policy.explain(chosen, target).describe()
+
+
+def show_console_policy(console: Console, policy: Policy | None, source: Path) -> None:
+    """Print a policy in full (``ioh policy show``)."""
+    if policy is None:
+        console.print(f"{source} has no [policy]; runs use the permissive policy")
+        return
+    console.print(escape(policy.describe()))

@@ -1,0 +1,131 @@
+"""The approvers io-harness ships: approve all, deny all, ask on a terminal, or a callback."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import sys
+from collections.abc import Awaitable, Callable
+from typing import IO
+
+from io_harness.errors import ConfigError
+from io_harness.policy._approval import ApprovalContext, ApprovalRequest, Decision
+from io_harness.policy._rules import Effect, Rule
+
+__all__ = ["ApproveAll", "CallbackApprover", "DenyAll", "StdinApprover", "exact_rule"]
+
+
+def exact_rule(request: ApprovalRequest, effect: Effect = Effect.ALLOW) -> Rule | None:
+    """A rule for exactly this act and target, or ``None`` when the target holds a wildcard.
+
+    Globs have no escapes, so a target with ``*`` or ``?`` in it cannot be
+    named exactly; remembering it would allow more than was approved.
+    """
+    if "*" in request.target or "?" in request.target:
+        return None
+    return Rule(act=request.act, glob=request.target, effect=effect)
+
+
+class ApproveAll:
+    """Approves every request: for trusted runs and tests."""
+
+    async def decide(self, request: ApprovalRequest, context: ApprovalContext) -> Decision:
+        """Approve."""
+        return Decision.approve()
+
+
+class DenyAll:
+    """Denies every request with the same reason."""
+
+    def __init__(self, reason: str = "no approvals are given to this run") -> None:
+        self.reason = reason
+
+    async def decide(self, request: ApprovalRequest, context: ApprovalContext) -> Decision:
+        """Deny with :attr:`reason`."""
+        return Decision.deny(self.reason)
+
+
+Callback = Callable[[ApprovalRequest, ApprovalContext], Decision | Awaitable[Decision]]
+
+
+class CallbackApprover:
+    """Asks a function (plain or async) for each decision."""
+
+    def __init__(self, fn: Callback) -> None:
+        if not callable(fn):
+            raise ConfigError("CallbackApprover needs a callable(request, context) -> Decision")
+        self.fn = fn
+
+    async def decide(self, request: ApprovalRequest, context: ApprovalContext) -> Decision:
+        """Whatever the function returns; anything but a :class:`Decision` is a denial."""
+        answer = self.fn(request, context)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if not isinstance(answer, Decision):
+            return Decision.deny(
+                f"the approval callback returned {type(answer).__name__}, not a Decision"
+            )
+        return answer
+
+
+class StdinApprover:
+    """Asks a person at the terminal: shows the act, the target and the diff or command.
+
+    Answers: ``y`` approve, ``n`` deny (a reason is asked for), ``r`` approve
+    and remember an allow for exactly this act and target, ``d`` defer. End of
+    input defers: nobody is there to ask.
+    """
+
+    def __init__(self, input: IO[str] | None = None, output: IO[str] | None = None) -> None:
+        self.input = input
+        self.output = output
+
+    def _write(self, text: str) -> None:
+        out = self.output or sys.stderr
+        out.write(text)
+        out.flush()
+
+    async def _line(self, prompt: str) -> str | None:
+        self._write(prompt)
+        line = await asyncio.to_thread((self.input or sys.stdin).readline)
+        return None if line == "" else line.strip()
+
+    async def decide(self, request: ApprovalRequest, context: ApprovalContext) -> Decision:
+        """Show the request and read the answer."""
+        self._write(_show(request, context))
+        while True:
+            answer = await self._line("approve? [y]es / [n]o / [r]emember / [d]efer: ")
+            if answer is None or answer.lower() in ("d", "defer"):
+                return Decision.defer()
+            choice = answer.lower()[:1]
+            if choice == "y":
+                return Decision.approve()
+            if choice == "r":
+                rule = exact_rule(request)
+                if rule is None:
+                    self._write("this target holds * or ?, so it cannot be remembered exactly\n")
+                    continue
+                return Decision.approve(remember=(rule,))
+            if choice == "n":
+                reason = await self._line("reason (the model reads it): ")
+                return Decision.deny(reason or "denied at the terminal")
+            self._write("answer y, n, r or d\n")
+
+
+def _show(request: ApprovalRequest, context: ApprovalContext) -> str:
+    verdict = request.verdict
+    why = (
+        f"rule {verdict.rule} in layer {verdict.layer}"
+        if verdict.rule is not None
+        else f"the default for {request.act.value}"
+    )
+    lines = [
+        "",
+        f"── approval needed, run {context.run_id} step {context.step} ──",
+        f"goal:   {context.goal}",
+        f"wants:  {request.describe()}",
+        f"asked by {why}",
+    ]
+    if request.diff:
+        lines += ["", request.diff.rstrip()]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,121 @@
+"""The SQL of permissions and deferred approvals, kept apart from the step tables."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from io_harness.errors import ConfigError, StorageError
+from io_harness.store._records import ApprovalRow, PermissionRow, StepRecord
+
+__all__ = [
+    "APPROVAL_COLUMNS",
+    "approval_from_row",
+    "check_writer_may_commit",
+    "decide",
+    "insert_permissions",
+    "write_approvals",
+]
+
+APPROVAL_COLUMNS = (
+    "id", "run_id", "step", "status", "request", "progress", "decision", "created_at",
+    "decided_at",
+)  # fmt: skip
+
+_OPEN = ("pending", "decided")
+
+
+def approval_from_row(row: Sequence[object]) -> ApprovalRow:
+    """An ``approvals`` row, in :data:`APPROVAL_COLUMNS` order, as a record."""
+    (id_, run_id, step, status, request, progress, decision, created, decided) = row
+    return ApprovalRow(
+        id=str(id_),
+        run_id=str(run_id),
+        step=int(step),  # type: ignore[call-overload]
+        status=str(status),
+        request_json=str(request),
+        progress_json=str(progress),
+        decision_json=None if decision is None else str(decision),
+        created_at=float(created),  # type: ignore[arg-type]
+        decided_at=None if decided is None else float(decided),  # type: ignore[arg-type]
+    )
+
+
+def check_writer_may_commit(
+    db: sqlite3.Connection, run_id: str, record: StepRecord, steps: int, status: str
+) -> None:
+    """Refuse a record that does not continue the run as stored."""
+    open_id = None
+    if status == "awaiting":
+        row = db.execute(
+            "SELECT id FROM approvals WHERE run_id = ? AND status IN (?, ?)", (run_id, *_OPEN)
+        ).fetchone()
+        open_id = row[0] if row else None
+    touches = {r.id for r in (record.resolves, record.defers) if r is not None}
+    may = status == "running" or (status == "awaiting" and open_id in touches)
+    if steps != record.step - 1 or not may:
+        raise StorageError(
+            f"run {run_id!r} was advanced by another writer (it is at step {steps}, "
+            f"{status}); this writer's step {record.step} was not written"
+        )
+
+
+def insert_permissions(
+    db: sqlite3.Connection, run_id: str, step: int, rows: Sequence[PermissionRow]
+) -> None:
+    """Append the gate's rows for one record, numbered on from the run's last."""
+    if not rows:
+        return
+    (last,) = db.execute(
+        "SELECT coalesce(max(seq), 0) FROM permissions WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    db.executemany(
+        "INSERT INTO permissions (run_id, seq, step, call_id, act, target, argv, effect, rule,"
+        " layer, decision, decided_by, reason, at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (run_id, seq, step, p.call_id, p.act, p.target, p.argv_json, p.effect, p.rule,
+             p.layer, p.decision, p.decided_by, p.reason, p.at)
+            for seq, p in enumerate(rows, start=last + 1)
+        ],
+    )  # fmt: skip
+
+
+def write_approvals(db: sqlite3.Connection, run_id: str, record: StepRecord) -> None:
+    """Mark a performed approval done and store a new deferral, moving the run's status."""
+    done = record.resolves
+    if done is not None:
+        db.execute(
+            "UPDATE approvals SET status = 'done', decision = ?,"
+            " decided_at = coalesce(decided_at, ?) WHERE id = ?",
+            (done.decision_json, done.decided_at, done.id),
+        )
+        db.execute("UPDATE runs SET status = 'running' WHERE id = ?", (run_id,))
+    new = record.defers
+    if new is not None:
+        db.execute(
+            "INSERT INTO approvals (id, run_id, step, status, request, progress, created_at)"
+            " VALUES (?, ?, ?, 'pending', ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+            " status = 'pending', progress = excluded.progress, decision = NULL,"
+            " decided_at = NULL",
+            (new.id, run_id, new.step, new.request_json, new.progress_json, new.created_at),
+        )
+        db.execute("UPDATE runs SET status = 'awaiting' WHERE id = ?", (run_id,))
+
+
+def decide(db: sqlite3.Connection, request_id: str, decision_json: str, at: float) -> None:
+    """Store a decision on an open request; a request decided or done already is refused."""
+    row = db.execute("SELECT status, decision FROM approvals WHERE id = ?", (request_id,))
+    found = row.fetchone()
+    if found is None:
+        raise ConfigError(f"no deferred action {request_id!r} in the store")
+    status, decision = found
+    if status != "pending":
+        raise ConfigError(
+            f"the action {request_id!r} was already decided ({decision}); "
+            + ("resume the run to perform it" if status == "decided" else "it has been performed")
+        )
+    db.execute(
+        "UPDATE approvals SET status = 'decided', decision = ?, decided_at = ? WHERE id = ?",
+        (decision_json, at, request_id),
+    )

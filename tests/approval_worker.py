@@ -1,0 +1,65 @@
+"""A child process for the deferral test: start a run that defers, or resume it with a decision.
+
+Usage: approval_worker.py DB ROOT start|approve|approve-again
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from io_harness import (
+    ConfigError,
+    Decision,
+    Policy,
+    Store,
+    TaskContract,
+    WorkspaceFileContains,
+    resume_sync,
+    run_sync,
+)
+from io_harness.testing import ScriptedProvider, call, reply
+
+
+def main() -> None:
+    db, root, phase = sys.argv[1:4]
+    store = Store.open(db)
+    contract = TaskContract.workspace(
+        "finish the app", Path(root), WorkspaceFileContains("src/app.py", "DONE")
+    )
+    if phase == "start":
+        provider = ScriptedProvider(
+            [
+                reply(
+                    calls=[
+                        call("read_file", path="src/app.py"),
+                        call(
+                            "edit_file",
+                            path="src/app.py",
+                            search="n = 1",
+                            replace="n = 1 + 1  # DONE",
+                        ),
+                    ]
+                )
+            ]
+        )
+        result = run_sync(
+            contract, provider, store=store, run_id="deferred", policy=Policy.default()
+        )
+    else:
+        try:
+            result = resume_sync(
+                "deferred",
+                ScriptedProvider([reply("done")]),
+                store=store,
+                decision=Decision.approve(by="test operator"),
+            )
+        except ConfigError:
+            print(json.dumps({"error": "ConfigError"}))
+            return
+    print(json.dumps({"outcome": result.outcome.value, "steps": result.steps}))
+
+
+if __name__ == "__main__":
+    main()

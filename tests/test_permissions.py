@@ -1,0 +1,505 @@
+"""The permission boundary through the whole loop: verdicts, approvals, remembering, deferral."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from io_harness import (
+    Act,
+    ApprovalContext,
+    ApprovalRequest,
+    ApproveAll,
+    Budget,
+    CallbackApprover,
+    Command,
+    ConfigError,
+    Decision,
+    DenyAll,
+    Effect,
+    Policy,
+    RefusedError,
+    Rule,
+    RunOutcome,
+    StdinApprover,
+    Store,
+    TaskContract,
+    WorkspaceFileContains,
+    resume,
+    run,
+)
+from io_harness.testing import ScriptedProvider, call, reply
+
+WORKER = Path(__file__).with_name("approval_worker.py")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A workspace with source, a secret folder and a .env deep down."""
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("n = 1\n")
+    (root / "secrets").mkdir()
+    (root / "secrets" / "token.txt").write_text("hunter2\n")
+    (root / "deploy" / "prod").mkdir(parents=True)
+    (root / "deploy" / "prod" / ".env").write_text("KEY=abc\n")
+    (root / "README.md").write_text("readme\n")
+    return root
+
+
+def app_policy() -> Policy:
+    return (
+        Policy.default()
+        .layer("app")
+        .allow_read("*")
+        .allow_write("src/*")
+        .deny_read("secrets/*")
+        .deny_write("secrets/*")
+        .ask_exec("python")
+    )
+
+
+def contract(root: Path, needle: str = "DONE", **budget: Any) -> TaskContract:
+    return TaskContract.workspace(
+        "finish the app",
+        root,
+        WorkspaceFileContains("src/app.py", needle),
+        budget=Budget(**budget),
+    )
+
+
+def observations(provider: ScriptedProvider, request: int) -> list[str]:
+    last = provider.requests[request].messages[-1]
+    return [block.content for block in last.content]  # type: ignore[union-attr]
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+async def test_denied_reads_and_writes_reach_the_model_and_nothing_changes_on_disk(
+    repo: Path, store: Store
+) -> None:
+    before = snapshot(repo)
+    provider = ScriptedProvider(
+        [
+            reply(
+                calls=[
+                    call("read_file", path="secrets/token.txt"),
+                    call("write_file", path="secrets/token.txt", content="stolen"),
+                    call("read_file", path="deploy/prod/.env"),
+                    call("edit_file", path="README.md", search="readme", replace="x"),
+                ]
+            ),
+            reply("I cannot do it"),
+        ]
+    )
+
+    result = await run(
+        contract(repo), provider, store=store, policy=app_policy(), approver=DenyAll()
+    )
+
+    assert result.outcome is RunOutcome.STEP_CAP_REACHED or result.steps == 2
+    seen = observations(provider, 1)
+    assert seen[0].startswith("read_file: refused by the policy: read secrets/token.txt: deny")
+    assert "rule 'deny read secrets/*' in layer 'app'" in seen[0]
+    assert "rule 'deny write secrets/*' in layer 'app'" in seen[1]
+    assert "layer 'builtin-secrets'" in seen[2]
+    assert "the approver denied write README.md" in seen[3]
+    assert snapshot(repo) == before
+    rows = store.trace(result.run_id).permissions
+    assert [(r["act"], r["target"], r["effect"], r["decision"]) for r in rows] == [
+        ("read", "secrets/token.txt", "deny", "refused"),
+        ("write", "secrets/token.txt", "deny", "refused"),
+        ("read", "deploy/prod/.env", "deny", "refused"),
+        ("read", "README.md", "allow", "allowed"),
+        ("write", "README.md", "ask", "denied"),
+    ]
+    assert rows[0]["rule"] == "deny read secrets/*" and rows[0]["layer"] == "app"
+    assert rows[4]["decided_by"] == "DenyAll" and rows[4]["rule"] is None
+
+
+async def test_an_approved_ask_runs_and_the_trace_names_who_approved(
+    repo: Path, store: Store
+) -> None:
+    provider = ScriptedProvider(
+        [reply(calls=[call("write_file", path="notes.md", content="DONE\n")]), reply("ok")]
+    )
+    policy = Policy.default()
+    result = await run(contract(repo), provider, store=store, policy=policy, approver=ApproveAll())
+
+    assert (repo / "notes.md").read_text() == "DONE\n"
+    (row,) = store.trace(result.run_id).permissions
+    assert (row["act"], row["target"], row["effect"], row["decision"], row["decided_by"]) == (
+        "write",
+        "notes.md",
+        "ask",
+        "approved",
+        "ApproveAll",
+    )
+
+
+async def test_a_denial_reason_reaches_the_model(repo: Path) -> None:
+    seen: list[ApprovalRequest] = []
+
+    def decide(request: ApprovalRequest, context: ApprovalContext) -> Decision:
+        seen.append(request)
+        assert context.goal == "finish the app" and context.step == 1
+        return Decision.deny("use src/app.py instead")
+
+    provider = ScriptedProvider(
+        [reply(calls=[call("write_file", path="other.py", content="x\n")]), reply("ok")]
+    )
+    await run(contract(repo), provider, policy=Policy.default(), approver=CallbackApprover(decide))
+
+    assert not (repo / "other.py").exists()
+    assert observations(provider, 1) == [
+        "write_file: the approver denied write other.py (write_file): use src/app.py instead"
+    ]
+    assert seen[0].act is Act.WRITE and seen[0].target == "other.py"
+    assert seen[0].diff is not None and "+x" in seen[0].diff
+
+
+async def test_an_approver_may_rewrite_the_call_and_the_rewrite_is_checked_again(
+    repo: Path,
+) -> None:
+    def redirect(request: ApprovalRequest, context: ApprovalContext) -> Decision:
+        path = request.arguments["path"]
+        if path == "draft.py":
+            return Decision.approve(modified={"path": "src/app.py", "content": "DONE\n"})
+        return Decision.approve(modified={"path": "secrets/token.txt", "content": "x"})
+
+    provider = ScriptedProvider(
+        [
+            reply(calls=[call("write_file", path="leak.py", content="x")]),
+            reply(calls=[call("write_file", path="draft.py", content="draft\n")]),
+        ]
+    )
+    policy = Policy.default().layer("app").deny_write("secrets/*")
+    result = await run(contract(repo), provider, policy=policy, approver=CallbackApprover(redirect))
+
+    assert result.outcome is RunOutcome.SUCCESS
+    assert (repo / "secrets" / "token.txt").read_text() == "hunter2\n"
+    assert not (repo / "leak.py").exists() and not (repo / "draft.py").exists()
+    assert (repo / "src" / "app.py").read_text() == "DONE\n"
+    assert "the approver's rewrite is refused by the policy" in observations(provider, 1)[0]
+    assert "deny write secrets/*" in observations(provider, 1)[0]
+
+
+async def test_a_remembered_allow_answers_later_asks_but_never_beats_a_deny(
+    repo: Path, store: Store
+) -> None:
+    asked: list[str] = []
+
+    def remember_all(request: ApprovalRequest, context: ApprovalContext) -> Decision:
+        asked.append(request.target)
+        return Decision.approve(remember=[Rule(act=Act.WRITE, glob="*", effect=Effect.ALLOW)])
+
+    provider = ScriptedProvider(
+        [
+            reply(calls=[call("write_file", path="a.txt", content="1")]),
+            reply(
+                calls=[
+                    call("write_file", path="b.txt", content="2"),
+                    call("write_file", path="secrets/token.txt", content="3"),
+                ]
+            ),
+            reply("done"),
+        ]
+    )
+    policy = Policy.default().layer("app").deny_write("secrets/*")
+    result = await run(
+        contract(repo),
+        provider,
+        store=store,
+        policy=policy,
+        approver=CallbackApprover(remember_all),
+    )
+
+    assert asked == ["a.txt"]
+    assert (repo / "b.txt").read_text() == "2"
+    assert (repo / "secrets" / "token.txt").read_text() == "hunter2\n"
+    assert result.remembered == (Rule(act=Act.WRITE, glob="*", effect=Effect.ALLOW),)
+    rows = store.trace(result.run_id).permissions
+    assert [(r["target"], r["decision"], r["decided_by"]) for r in rows] == [
+        ("a.txt", "approved", "CallbackApprover"),
+        ("b.txt", "allowed", "remembered"),
+        ("secrets/token.txt", "refused", "policy"),
+    ]
+    assert rows[1]["layer"] == "remembered"
+
+
+async def test_remembered_rules_are_stored_with_the_run_and_hold_after_a_resume(
+    repo: Path, store: Store
+) -> None:
+    first = ScriptedProvider(
+        [
+            reply(calls=[call("write_file", path="a.txt", content="1")]),
+            reply(calls=[call("write_file", path="b.txt", content="2")]),
+        ]
+    )
+    remember = CallbackApprover(
+        lambda request, context: Decision.approve(
+            remember=[Rule(act=Act.WRITE, glob="*.txt", effect=Effect.ALLOW)]
+        )
+    )
+    result = await run(
+        contract(repo, max_steps=1), first, store=store, policy=Policy.default(), approver=remember
+    )
+    assert result.outcome is RunOutcome.STEP_CAP_REACHED
+    assert store.trace(result.run_id).run.status == "finished"
+
+    stored = store.load_run(result.run_id)
+    assert stored.remembered_json is not None
+    assert json.loads(stored.remembered_json) == [
+        {"act": "write", "glob": "*.txt", "effect": "allow"}
+    ]
+
+
+async def test_a_path_through_a_symlink_is_checked_where_it_really_leads(repo: Path) -> None:
+    (repo / "src" / "innocent.txt").symlink_to(repo / "secrets" / "token.txt")
+    provider = ScriptedProvider(
+        [
+            reply(
+                calls=[
+                    call("read_file", path="src/innocent.txt"),
+                    call("read_file", path="src/../secrets/token.txt"),
+                ]
+            ),
+            reply("ok"),
+        ]
+    )
+    await run(contract(repo), provider, policy=app_policy(), approver=DenyAll())
+
+    link, dotted = observations(provider, 1)
+    assert "refused by the policy: read secrets/token.txt: deny" in link
+    assert "hunter2" not in link and "hunter2" not in dotted
+    assert "contains '..'" in dotted
+
+
+async def test_grep_skips_files_the_policy_hides_and_says_how_many(repo: Path) -> None:
+    provider = ScriptedProvider([reply(calls=[call("grep", pattern=".")]), reply("ok")])
+    await run(contract(repo), provider, policy=app_policy(), approver=DenyAll())
+
+    (found,) = observations(provider, 1)
+    assert "hunter2" not in found and "KEY=abc" not in found
+    assert "src/app.py:1: n = 1" in found
+    assert "[2 files not searched: the policy does not let you read them]" in found
+
+
+async def test_a_criterion_command_the_policy_does_not_allow_outright_is_refused_before_any_call(
+    repo: Path, store: Store
+) -> None:
+    checked = TaskContract.workspace("finish", repo, Command([sys.executable, "-c", "pass"]))
+    provider = ScriptedProvider([reply("never asked")])
+
+    with pytest.raises(RefusedError, match="cannot wait for approval"):
+        await run(checked, provider, store=store, policy=app_policy(), approver=ApproveAll())
+
+    assert provider.requests == [] and store.runs() == []
+    allowed = Policy.default().layer("checks").allow_exec(Path(sys.executable).name)
+    result = await run(checked, ScriptedProvider([reply("done")]), store=store, policy=allowed)
+    assert result.outcome is RunOutcome.SUCCESS
+    exec_rows = [r for r in store.trace(result.run_id).permissions if r["act"] == "exec"]
+    assert exec_rows and all(r["decision"] == "allowed" for r in exec_rows)
+    assert json.loads(exec_rows[0]["argv"]) == [sys.executable, "-c", "pass"]
+
+
+async def test_an_approver_that_breaks_denies_instead_of_crashing_the_run(repo: Path) -> None:
+    def broken(request: ApprovalRequest, context: ApprovalContext) -> Decision:
+        raise RuntimeError("approval service down")
+
+    provider = ScriptedProvider(
+        [reply(calls=[call("write_file", path="x.txt", content="x")]), reply("ok")]
+    )
+    await run(contract(repo), provider, policy=Policy.default(), approver=CallbackApprover(broken))
+
+    assert "approval service down" in observations(provider, 1)[0]
+    assert not (repo / "x.txt").exists()
+
+
+# -- deferral ------------------------------------------------------------------------------
+
+
+EDIT = call("edit_file", path="src/app.py", search="n = 1", replace="n = 1 + 1  # DONE")
+
+
+async def test_without_an_approver_an_ask_defers_and_the_run_waits(
+    repo: Path, store: Store
+) -> None:
+    provider = ScriptedProvider([reply(calls=[call("read_file", path="src/app.py"), EDIT])])
+    result = await run(contract(repo), provider, store=store, policy=Policy.default())
+
+    assert result.outcome is RunOutcome.AWAITING_APPROVAL
+    assert result.request is not None and result.request_id == result.request.id
+    assert (result.request.act, result.request.target) == (Act.WRITE, "src/app.py")
+    assert "+n = 1 + 1  # DONE" in (result.request.diff or "")
+    assert (repo / "src" / "app.py").read_text() == "n = 1\n"
+    (pending,) = store.approvals()
+    assert pending.id == result.request_id and pending.status == "pending"
+    assert store.runs()[0].status == "awaiting"
+
+    with pytest.raises(ConfigError, match=r"awaits a decision on write src/app\.py"):
+        await resume(result.run_id, ScriptedProvider([]), store=store)
+
+
+async def test_a_decision_stored_before_the_resume_is_performed_by_it(
+    repo: Path, store: Store
+) -> None:
+    provider = ScriptedProvider([reply(calls=[EDIT])])
+    result = await run(contract(repo), provider, store=store, policy=Policy.default())
+    assert result.request_id is not None
+    store.decide(result.request_id, Decision.deny("not today").model_dump_json(), 0.0)
+
+    with pytest.raises(ConfigError, match="already decided"):
+        store.decide(result.request_id, Decision.approve().model_dump_json(), 0.0)
+    later = ScriptedProvider([reply("understood")])
+    finished = await resume(result.run_id, later, store=store)
+
+    assert finished.outcome is not RunOutcome.AWAITING_APPROVAL
+    assert (repo / "src" / "app.py").read_text() == "n = 1\n"
+    assert "not today" in observations(later, 0)[0]
+    assert store.approvals() == []
+
+
+async def test_resuming_under_another_policy_must_be_explicit(repo: Path, store: Store) -> None:
+    provider = ScriptedProvider([reply(calls=[EDIT])])
+    result = await run(contract(repo), provider, store=store, policy=Policy.default())
+
+    with pytest.raises(ConfigError, match="replace_policy=True"):
+        await resume(
+            result.run_id,
+            ScriptedProvider([]),
+            store=store,
+            policy=Policy.permissive(),
+            decision=Decision.approve(),
+        )
+    # Without a policy the stored one governs: the approval is needed still.
+    with pytest.raises(ConfigError, match="awaits a decision"):
+        await resume(result.run_id, ScriptedProvider([]), store=store)
+
+    done = await resume(
+        result.run_id,
+        ScriptedProvider([reply("done")]),
+        store=store,
+        policy=Policy.permissive(),
+        replace_policy=True,
+    )
+    assert done.outcome is RunOutcome.SUCCESS
+    assert Policy.model_validate_json(store.load_run(result.run_id).policy_json or "") == (
+        Policy.permissive()
+    )
+    started = [e for e in store.trace(result.run_id).events if e["kind"] == "run_started"]
+    assert json.loads(started[-1]["data"])["policy_replaced"] is True
+
+
+async def test_a_run_started_without_a_policy_stores_the_permissive_one(
+    repo: Path, store: Store
+) -> None:
+    result = await run(contract(repo), ScriptedProvider([reply("nothing")]), store=store)
+    stored = store.load_run(result.run_id).policy_json
+    assert stored is not None and Policy.model_validate_json(stored) == Policy.permissive()
+
+
+def worker(*args: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, str(WORKER), *args],
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)},
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_a_deferred_action_survives_the_process_and_happens_exactly_once(
+    repo: Path, tmp_path: Path
+) -> None:
+    db = str(tmp_path / "runs.db")
+
+    first = worker(db, str(repo), "start")
+    assert first["outcome"] == "awaiting_approval"
+    assert (repo / "src" / "app.py").read_text() == "n = 1\n"
+
+    second = worker(db, str(repo), "approve")
+    assert second["outcome"] == "success"
+    assert (repo / "src" / "app.py").read_text() == "n = 1 + 1  # DONE\n"
+
+    third = worker(db, str(repo), "approve-again")
+    assert third == {"error": "ConfigError"} or third["outcome"] == "success"
+    assert (repo / "src" / "app.py").read_text() == "n = 1 + 1  # DONE\n"
+
+    with Store.open(db) as store:
+        trace = store.trace("deferred")
+        (approval,) = trace.approvals
+        assert approval["status"] == "done"
+        assert json.loads(approval["decision"])["kind"] == "approve"
+        decisions = [(r["act"], r["decision"]) for r in trace.permissions]
+        assert decisions == [
+            ("read", "allowed"),  # read_file
+            ("read", "allowed"),  # edit_file reads, then its write is deferred ...
+            ("write", "deferred"),
+            ("write", "approved"),  # ... and only the write is decided on resume
+        ]
+        edits = [c for c in trace.tool_calls if c["name"] == "edit_file"]
+        assert len(edits) == 1 and edits[0]["is_error"] == 0
+        assert [c["name"] for c in trace.tool_calls] == ["read_file", "edit_file"]
+
+
+# -- the stdin approver --------------------------------------------------------------------
+
+
+def stdin_request(target: str = "src/app.py") -> tuple[ApprovalRequest, ApprovalContext]:
+    verdict = Policy.default().explain(Act.WRITE, target)
+    request = ApprovalRequest(
+        id="r1",
+        run_id="run",
+        step=3,
+        call_id="c1",
+        tool="write_file",
+        arguments={"path": target, "content": "x"},
+        act=Act.WRITE,
+        target=target,
+        diff="--- a/src/app.py\n+++ b/src/app.py\n-n = 1\n+x\n",
+        verdict=verdict,
+    )
+    return request, ApprovalContext(goal="g", run_id="run", step=3, verdict=verdict)
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [
+        ("y\n", Decision.approve()),
+        ("n\nnot like this\n", Decision.deny("not like this")),
+        (
+            "r\n",
+            Decision.approve(
+                remember=[Rule(act=Act.WRITE, glob="src/app.py", effect=Effect.ALLOW)]
+            ),
+        ),
+        ("d\n", Decision.defer()),
+        ("", Decision.defer()),
+        ("what\ny\n", Decision.approve()),
+    ],
+)
+async def test_the_stdin_approver_shows_the_diff_and_reads_the_answer(
+    typed: str, expected: Decision
+) -> None:
+    out = io.StringIO()
+    approver = StdinApprover(input=io.StringIO(typed), output=out)
+
+    decision = await approver.decide(*stdin_request())
+
+    assert decision == expected
+    shown = out.getvalue()
+    assert "wants:  write src/app.py (write_file)" in shown
+    assert "+x" in shown and "the default for write" in shown
