@@ -197,3 +197,23 @@ async def test_normal_durability_stores_the_same_run(project: Path, tmp_path: Pa
     with Store.open(tmp_path / "fast.db", durability="normal") as fast:
         result = await run(contract(project, 2), listing(), store=fast)
         assert fast.runs()[0].steps == result.steps == 2
+
+
+async def test_a_run_stored_before_policies_resumes_under_the_permissive_policy(
+    tmp_path: Path,
+) -> None:
+    with Store.open(tmp_path / "runs.db") as store:
+        provider = ScriptedProvider([reply(calls=[call("list_dir")]), KeyboardInterrupt()])
+        with pytest.raises(KeyboardInterrupt):
+            await run(contract(tmp_path), provider, store=store, run_id="old")
+    with contextlib.closing(sqlite3.connect(tmp_path / "runs.db")) as db:
+        db.execute("UPDATE runs SET policy = NULL")  # as a version 2 store left it
+        db.commit()
+
+    with Store.open(tmp_path / "runs.db") as store:
+        assert store.load_run("old").policy_json is None
+        write = reply(calls=[call("write_file", path="never.txt", content="x")])
+        resumed = await resume("old", ScriptedProvider([write]), store=store)
+        assert resumed.outcome is RunOutcome.SUCCESS
+        (row,) = [r for r in store.trace("old").permissions if r["act"] == "write"]
+        assert (row["effect"], row["decision"]) == ("allow", "allowed")

@@ -18,7 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from io_harness import (
+    Act,
     ConfigError,
+    Policy,
     RunOutcome,
     TaskContract,
     ToolCall,
@@ -26,6 +28,7 @@ from io_harness import (
     WorkspaceFileContains,
     run,
 )
+from io_harness.policy._gate import Gate
 from io_harness.testing import ScriptedProvider, call, reply
 from io_harness.tools import (
     SKIPPED_DIRS,
@@ -38,6 +41,7 @@ from io_harness.tools import (
     single_file_tools,
     workspace_tools,
 )
+from io_harness.tools._base import Deferral
 from io_harness.tools._files import FIND_MAX_RESULTS, GREP_MAX_MATCHES, LINE_SHOWN_CHARS
 from io_harness.tools._text import READ_CEILING_BYTES
 
@@ -1255,3 +1259,56 @@ async def test_a_new_file_gets_the_process_default_mode(box: Toolbox, project: P
     umask = os.umask(0)
     os.umask(umask)
     assert stat.S_IMODE((project / "fresh.txt").stat().st_mode) == 0o666 & ~umask
+
+
+# --- the gate -----------------------------------------------------------------------------
+
+
+class _StampArgs(Args):
+    label: str
+
+
+class _Stamp(Tool[_StampArgs]):
+    """A registered tool that is not a built-in file tool."""
+
+    name = "stamp"
+    description = "Record a label."
+    args = _StampArgs
+
+    def __init__(self) -> None:
+        self.labels: list[str] = []
+
+    async def invoke(self, args: _StampArgs) -> ToolOutcome:
+        self.labels.append(args.label)
+        return ToolOutcome(f"stamped {args.label}")
+
+
+async def test_a_tool_that_is_not_a_file_tool_is_checked_as_an_exec_of_its_name() -> None:
+    stamp = _Stamp()
+    box = Toolbox([stamp])
+    stamped = ToolCall(id="1", name="stamp", arguments={"label": "a"})
+
+    refused = await box.dispatch(
+        stamped, gate=Gate(Policy.default().layer("app").deny_exec("stamp"))
+    )
+    deferred = await box.dispatch(stamped, gate=Gate(Policy.default()))
+    allowed = await box.dispatch(
+        stamped, gate=Gate(Policy.default().layer("app").allow_exec("stamp"))
+    )
+
+    assert isinstance(refused, ToolOutcome) and refused.is_error
+    assert "exec stamp: deny (rule 'deny exec stamp' in layer 'app')" in refused.content
+    assert isinstance(deferred, Deferral) and deferred.request.act is Act.EXEC
+    assert deferred.request.target == "stamp" and deferred.request.arguments == {"label": "a"}
+    assert allowed == ToolOutcome("stamped a")
+    assert stamp.labels == ["a"]
+
+
+async def test_invalid_arguments_are_answered_before_the_gate_is_asked(project: Path) -> None:
+    gate = Gate(Policy.default())
+    done = await toolbox_for(project).dispatch(
+        ToolCall(id="1", name="write_file", arguments={"path": "x"}), gate=gate
+    )
+
+    assert isinstance(done, ToolOutcome) and "invalid arguments" in done.content
+    assert gate.rows == []

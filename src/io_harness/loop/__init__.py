@@ -20,7 +20,8 @@ from io_harness._validation import loading
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, RefusedError, ResumeError
 from io_harness.loop._context import system_prompt, task_message
-from io_harness.loop._engine import Engine, Resumption, event_row, run_started
+from io_harness.loop._deferral import Resumption
+from io_harness.loop._engine import Engine, event_row, run_started
 from io_harness.loop._outcome import RunOutcome, RunResult
 from io_harness.observe import Observer
 from io_harness.policy._approval import ApprovalRequest, Approver, Decision

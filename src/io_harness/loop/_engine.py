@@ -18,11 +18,11 @@ from io_harness.contract import TaskContract
 from io_harness.errors import ProviderError
 from io_harness.loop._calls import ProviderCaller, Unanswered
 from io_harness.loop._context import failing_check_message
+from io_harness.loop._deferral import Deferrals, Resumption
 from io_harness.loop._outcome import RunOutcome, RunResult
 from io_harness.loop._progress import DoneCall, StepProgress
 from io_harness.messages import CompletionRequest, Message, ToolSpec
 from io_harness.observe import (
-    AwaitingApproval,
     Observer,
     Retrying,
     RunEvent,
@@ -33,13 +33,12 @@ from io_harness.observe import (
     Trigger,
     Verified,
 )
-from io_harness.policy._approval import ApprovalRequest, Decision
+from io_harness.policy._approval import Decision
 from io_harness.policy._gate import Gate, canonical_argv
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
 from io_harness.store import Store
 from io_harness.store._records import (
-    ApprovalRow,
     EventRow,
     Finish,
     StepRecord,
@@ -81,20 +80,6 @@ def run_started(
     )
 
 
-class Resumption:
-    """How a resumed run continues: a deferred action and its decision, a replaced policy."""
-
-    def __init__(
-        self,
-        pending: ApprovalRow | None = None,
-        decision: Decision | None = None,
-        policy_json: str | None = None,
-    ) -> None:
-        self.pending = pending
-        self.decision = decision
-        self.policy_json = policy_json
-
-
 class Engine:
     """Drives one run from its stored state to an outcome."""
 
@@ -110,8 +95,7 @@ class Engine:
         gate: Gate,
     ) -> None:
         self.gate = gate
-        self.awaiting: ApprovalRequest | None = None
-        self.resuming: tuple[ApprovalRequest, ApprovalRow] | None = None
+        self.deferrals = Deferrals(stored.id)
         self.contract = contract
         self.provider = provider
         self.store = store
@@ -175,7 +159,8 @@ class Engine:
             record.policy_json, resumption.policy_json = resumption.policy_json, None
             events, pending = pending, []
             if deferred is not None:
-                outcome = await self._resume_deferred(record, events, deferred, resumption.decision)
+                progress = self.deferrals.start(record, deferred)
+                outcome = await self._act(record, events, progress, resumption.decision)
                 deferred = None
             else:
                 outcome = self._budget_outcome()
@@ -201,7 +186,7 @@ class Engine:
                     error=self.last_error,
                     cost_micros=self.cost_micros,
                     unpriced_calls=self.unpriced_calls,
-                    request=self.awaiting,
+                    request=self.deferrals.awaiting,
                     remembered=tuple(self.gate.remembered),
                 )
 
@@ -253,20 +238,6 @@ class Engine:
         )
         return await self._act(record, events, progress)
 
-    async def _resume_deferred(
-        self,
-        record: StepRecord,
-        events: list[RunEvent],
-        deferred: ApprovalRow,
-        decision: Decision | None,
-    ) -> RunOutcome | None:
-        """Finish the step a deferral interrupted, starting with the deferred call."""
-        progress = StepProgress.model_validate_json(deferred.progress_json)
-        record.started_at = progress.started_at
-        record.earlier_cost_micros = progress.cost_micros
-        self.resuming = (ApprovalRequest.model_validate_json(deferred.request_json), deferred)
-        return await self._act(record, events, progress, decision)
-
     async def _act(
         self,
         record: StepRecord,
@@ -292,8 +263,8 @@ class Engine:
                 )
             if isinstance(done, Deferral):
                 progress.cleared = done.cleared
-                return self._defer(record, events, progress, done.request)
-            self._resolved(record, decision)
+                return self.deferrals.defer(record, events, progress, done.request)
+            self.deferrals.resolved(record, decision)
             decision, progress.cleared = None, 0
             progress.done.append(
                 DoneCall(
@@ -317,7 +288,7 @@ class Engine:
                     changed=done.changed,
                 )
             )
-        self._resolved(record, decision)
+        self.deferrals.resolved(record, decision)
         record.messages.append(progress.assistant)
         record.usage = progress.usage
         record.tool_calls = [d.row() for d in progress.done]
@@ -353,63 +324,6 @@ class Engine:
             )
         )
         return outcome or self._budget_outcome()
-
-    def _resolved(self, record: StepRecord, decision: Decision | None) -> None:
-        """Once the deferred call has run (or been refused), its approval is done."""
-        if self.resuming is None:
-            return
-        request, row = self.resuming
-        self.resuming = None
-        taken = decision or Decision.approve(by="nobody: the policy no longer asked")
-        stored = row.decision_json
-        record.resolves = ApprovalRow(
-            id=request.id,
-            run_id=self.run_id,
-            step=record.step,
-            status="done",
-            request_json=row.request_json,
-            progress_json=row.progress_json,
-            decision_json=stored if stored and decision is None else taken.model_dump_json(),
-            created_at=row.created_at,
-            decided_at=row.decided_at or time.time(),
-        )
-
-    def _defer(
-        self,
-        record: StepRecord,
-        events: list[RunEvent],
-        progress: StepProgress,
-        request: ApprovalRequest,
-    ) -> RunOutcome:
-        """Store the interrupted step with the request; the run stops awaiting a decision."""
-        if self.resuming is not None and self.resuming[0].call_id == request.call_id:
-            # The same action deferred again keeps its id: one request, one decision.
-            request = request.model_copy(update={"id": self.resuming[0].id})
-            self.resuming = None
-        record.defers = ApprovalRow(
-            id=request.id,
-            run_id=self.run_id,
-            step=record.step,
-            status="pending",
-            request_json=request.model_dump_json(),
-            progress_json=progress.model_dump_json(),
-            decision_json=None,
-            created_at=time.time(),
-        )
-        self.awaiting = request
-        events.append(
-            AwaitingApproval(
-                run_id=self.run_id,
-                step=record.step,
-                request_id=request.id,
-                act=request.act.value,
-                target=request.target,
-                tool=request.tool,
-                rule=str(request.verdict.rule) if request.verdict.rule else None,
-                layer=request.verdict.layer,
-            )
-        )
-        return RunOutcome.AWAITING_APPROVAL
 
     def _can_afford(self, request: CompletionRequest) -> bool:
         """Whether the cost budget can cover the least the next call will cost.

@@ -96,7 +96,8 @@ def write_approvals(db: sqlite3.Connection, run_id: str, record: StepRecord) -> 
         db.execute(
             "INSERT INTO approvals (id, run_id, step, status, request, progress, created_at)"
             " VALUES (?, ?, ?, 'pending', ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
-            " status = 'pending', progress = excluded.progress, decision = NULL,"
+            " status = 'pending', request = excluded.request, progress = excluded.progress,"
+            " decision = NULL,"
             " decided_at = NULL",
             (new.id, run_id, new.step, new.request_json, new.progress_json, new.created_at),
         )

@@ -1,0 +1,196 @@
+"""``ioh`` and the permission boundary: a [policy] in the contract, pending actions, decisions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from io_harness import Store
+from io_harness.cli import main
+from loopback import LoopbackServer, Reply
+from wire_openai import chat_stream, usage
+
+KEY = "sk-test-permissions-0123456789"
+WRITE = json.dumps({"path": "out.txt", "content": "hello\n"})
+WANTS_HELLO = '[verify]\nkind = "workspace_file_contains"\nfile = "out.txt"\nneedle = "hello"\n'
+POLICY = """
+[policy]
+base = "default"
+[policy.layers.app]
+allow_write = ["notes/*"]
+deny_read = ["private/*"]
+"""
+
+
+def write_reply() -> Reply:
+    return chat_stream("Writing.", tool_calls=[("call_w", "write_file", WRITE)], usage=usage(10, 5))
+
+
+def text_reply(text: str = "I will stop.") -> Reply:
+    return chat_stream(text, usage=usage(10, 5))
+
+
+class Project:
+    """A workspace and a contract (with ``policy``) that wants ``hello`` in ``out.txt``."""
+
+    def __init__(self, tmp_path: Path, policy: str = POLICY, verify: str = "") -> None:
+        self.root = tmp_path / "ws"
+        self.root.mkdir()
+        self.contract = tmp_path / "contract.toml"
+        self.contract.write_text(
+            'goal = "write hello to out.txt"\nroot = "ws"\n'
+            + (verify or WANTS_HELLO)
+            + "[budget]\nmax_retries = 0\nmax_steps = 3\n"
+            + policy
+        )
+        self.store = tmp_path / "runs.db"
+
+    def ioh(self, *argv: str) -> int:
+        return main([*argv, "--store", str(self.store)])
+
+
+@pytest.fixture(autouse=True)
+def _wide(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "250")
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackServer]:
+    with LoopbackServer([write_reply(), text_reply(), text_reply()]) as running:
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{running.url}/v1")
+        yield running
+
+
+def test_an_ask_defers_without_a_terminal_and_ioh_approve_performs_it(
+    tmp_path: Path, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = Project(tmp_path)
+
+    status = project.ioh(
+        "run", str(project.contract), "--provider", "openai:gpt-test", "--run-id", "r1"
+    )
+
+    out = capsys.readouterr().out
+    assert status == 3, out
+    assert "awaiting approval: write out.txt (write_file)" in out
+    assert "ioh approve r1" in out
+    assert not (project.root / "out.txt").exists()
+
+    assert project.ioh("pending") == 0
+    pending = capsys.readouterr().out
+    assert "r1 step 1: write out.txt (write_file)" in pending
+    assert "the default for write" in pending and "+hello" in pending
+
+    assert project.ioh("approve", "r1", "--provider", "openai:gpt-test") == 0
+    out = capsys.readouterr().out
+    assert "approved: write out.txt (write_file)" in out
+    assert "outcome: success" in out
+    assert (project.root / "out.txt").read_text() == "hello\n"
+    assert len(server.requests) == 1  # the approved write passed the check: no second call
+
+    assert project.ioh("pending") == 0
+    assert "no actions are awaiting approval" in capsys.readouterr().out
+    assert project.ioh("show", "r1") == 0
+    shown = capsys.readouterr().out
+    assert "deferred by nobody write out.txt" in shown
+    assert "approved by ioh by " in shown
+
+
+def test_a_denial_recorded_without_a_provider_is_performed_by_the_next_resume(
+    tmp_path: Path, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = Project(tmp_path)
+    project.ioh("run", str(project.contract), "--provider", "openai:gpt-test", "--run-id", "r1")
+    capsys.readouterr()
+
+    assert project.ioh("deny", "r1", "--reason", "write notes/out.txt instead") == 0
+    out = capsys.readouterr().out
+    assert "denied: write out.txt" in out and "ioh resume r1 --provider SPEC" in out
+    assert project.ioh("pending") == 0
+    assert "(decided; resume performs it)" in capsys.readouterr().out
+    assert project.ioh("approve", "r1") == 2
+    assert "already decided" in capsys.readouterr().err
+
+    assert project.ioh("resume", "r1", "--provider", "openai:gpt-test") == 1
+    assert not (project.root / "out.txt").exists()
+    sent = server.requests[1].json["messages"][-1]
+    assert sent["role"] == "tool" and "write notes/out.txt instead" in sent["content"]
+
+
+def test_approve_all_and_deny_choices_decide_without_asking(
+    tmp_path: Path, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = Project(tmp_path)
+    argv = ["run", str(project.contract), "--provider", "openai:gpt-test"]
+
+    assert project.ioh(*argv, "--run-id", "denied", "--approve", "deny") == 1
+    assert not (project.root / "out.txt").exists()
+    assert project.ioh("show", "denied") == 0
+    assert "denied by DenyAll write out.txt" in capsys.readouterr().out
+
+
+def test_policy_explain_names_the_rule_and_layer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = Project(tmp_path)
+
+    assert main(["policy", "explain", str(project.contract), "write", "keys/server.pem"]) == 0
+    assert capsys.readouterr().out.strip() == (
+        "write keys/server.pem: deny (rule 'deny write *.pem' in layer 'builtin-secrets')"
+    )
+    assert main(["policy", "explain", str(project.contract), "write", "notes/a.md"]) == 0
+    assert "allow (rule 'allow write notes/*' in layer 'app')" in capsys.readouterr().out
+    assert main(["policy", "show", str(project.contract)]) == 0
+    assert "builtin-secrets" in capsys.readouterr().out
+
+    assert main(["policy", "explain", str(project.contract), "delete", "x"]) == 2
+    assert "unknown act 'delete'; the acts are: read, write, exec, net" in capsys.readouterr().err
+
+
+def test_a_contract_without_a_policy_runs_permissively_and_explain_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = Project(tmp_path, policy="")
+
+    assert main(["policy", "explain", str(project.contract), "write", ".env"]) == 0
+    assert "has no [policy]; runs use the permissive one" in capsys.readouterr().out
+
+
+def test_a_mistake_in_the_policy_table_is_one_line_naming_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = Project(tmp_path, policy='[policy.layers.app]\nalow_write = ["x"]\n')
+
+    status = project.ioh("run", str(project.contract), "--provider", "openai:gpt-test")
+
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "policy.layers.app.alow_write: unknown key" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_criterion_command_that_is_only_asked_about_stops_before_any_call(
+    tmp_path: Path, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = Project(tmp_path, verify='[verify]\nkind = "command"\nargv = ["true"]\n')
+
+    status = project.ioh("run", str(project.contract), "--provider", "openai:gpt-test")
+
+    assert status == 2
+    assert "cannot wait for approval" in capsys.readouterr().err
+    assert server.requests == []
+    assert Store.open(project.store).runs() == []
+
+
+def test_replace_policy_needs_the_policy_to_replace_with(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = Project(tmp_path)
+    project.store.touch()
+
+    assert project.ioh("resume", "r1", "--provider", "openai:m", "--replace-policy") == 2
+    assert "--replace-policy needs --policy FILE" in capsys.readouterr().err
