@@ -80,6 +80,8 @@ def test_an_ask_defers_without_a_terminal_and_ioh_approve_performs_it(
     assert "ioh approve r1" in out
     assert not (project.root / "out.txt").exists()
 
+    assert project.ioh("runs") == 0
+    assert "awaiting" in capsys.readouterr().out
     assert project.ioh("pending") == 0
     pending = capsys.readouterr().out
     assert "r1 step 1: write out.txt (write_file)" in pending

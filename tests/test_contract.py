@@ -14,6 +14,7 @@ from io_harness import (
     ConfigError,
     FileContains,
     PytestPasses,
+    PythonCompiles,
     TaskContract,
 )
 
@@ -122,6 +123,16 @@ def test_a_single_file_contract_from_toml(tmp_path: Path) -> None:
             'goal = ""\nroot = "."\nverify = { kind = "command", argv = ["true"] }\n',
             "goal: String should have at least 1 character",
         ),
+        (
+            'goal = "g"\nroot = "."\n[verify]\nkind = "workspace_file_contains"\npath = "a"\n',
+            "verify.workspace_file_contains.file: Field required; "
+            "verify.workspace_file_contains.needle: Field required; "
+            "verify.workspace_file_contains.path: Extra inputs are not permitted",
+        ),
+        (
+            'goal = "g"\nroot = "."\nverify = { kind = "command", argv = "pytest" }\n',
+            "verify.command.argv: Input should be a valid tuple",
+        ),
     ],
 )
 def test_a_bad_contract_file_is_a_config_error_naming_the_key(
@@ -155,6 +166,8 @@ def test_an_empty_goal_is_a_config_error(tmp_path: Path) -> None:
         (lambda: Command([]), "Command: argv: Tuple should have at least 1 item"),
         (lambda: Command(["true"], timeout=-1), "Command: timeout: Input should be greater than 0"),
         (lambda: FileContains(5), "FileContains: needle: Input should be a valid string"),
+        (lambda: Command("pytest"), "Command: argv: Input should be a valid tuple"),
+        (lambda: PythonCompiles("a.py"), "PythonCompiles: paths: Input should be a valid tuple"),
         (AllOf, "AllOf: criteria: Field required"),
     ],
 )

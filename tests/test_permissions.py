@@ -483,7 +483,7 @@ def stdin_request(target: str = "src/app.py") -> tuple[ApprovalRequest, Approval
         (
             "r\n",
             Decision.approve(
-                remember=[Rule(act=Act.WRITE, glob="src/app.py", effect=Effect.ALLOW)]
+                remember=[Rule(act=Act.WRITE, glob="./src/app.py", effect=Effect.ALLOW)]
             ),
         ),
         ("d\n", Decision.defer()),
@@ -503,3 +503,62 @@ async def test_the_stdin_approver_shows_the_diff_and_reads_the_answer(
     shown = out.getvalue()
     assert "wants:  write src/app.py (write_file)" in shown
     assert "+x" in shown and "the default for write" in shown
+
+
+async def test_remembering_at_the_terminal_allows_that_path_and_not_its_namesakes(
+    repo: Path,
+) -> None:
+    (repo / "x").mkdir()
+    approver = StdinApprover(input=io.StringIO("r\nn\nnot that one\n"), output=io.StringIO())
+    provider = ScriptedProvider(
+        [
+            reply(calls=[call("write_file", path="notes.md", content="1")]),
+            reply(
+                calls=[
+                    call("write_file", path="notes.md", content="2"),
+                    call("write_file", path="x/notes.md", content="3"),
+                ]
+            ),
+            reply("ok"),
+        ]
+    )
+    result = await run(contract(repo), provider, policy=Policy.default(), approver=approver)
+
+    assert result.remembered == (Rule(act=Act.WRITE, glob="./notes.md", effect=Effect.ALLOW),)
+    assert (repo / "notes.md").read_text() == "2"
+    assert not (repo / "x" / "notes.md").exists()
+    assert "not that one" in observations(provider, 2)[1]
+
+
+async def test_a_criterion_command_denied_during_the_run_fails_the_check_closed(
+    repo: Path,
+) -> None:
+    program = Path(sys.executable).name
+    checked = TaskContract.workspace("finish", repo, Command([sys.executable, "-c", "pass"]))
+    deny_it = CallbackApprover(
+        lambda request, context: Decision.approve(
+            remember=[Rule(act=Act.EXEC, glob=program, effect=Effect.DENY)]
+        )
+    )
+    provider = ScriptedProvider(
+        [reply(calls=[call("write_file", path="a.txt", content="x")]), reply("done")]
+    )
+    policy = Policy.default().layer("checks").allow_exec(program)
+
+    result = await run(
+        checked,
+        provider,
+        policy=policy,
+        approver=deny_it,
+    )
+
+    assert result.outcome is not RunOutcome.SUCCESS
+    assert result.verification is not None and not result.verification.passed
+    assert "the policy refuses the check" in result.verification.output
+
+
+async def test_a_finished_run_takes_no_decision(repo: Path, store: Store) -> None:
+    result = await run(contract(repo), ScriptedProvider([reply("x")]), store=store)
+
+    with pytest.raises(ConfigError, match="has finished; it takes no decision"):
+        await resume(result.run_id, ScriptedProvider([]), store=store, decision=Decision.approve())

@@ -47,10 +47,10 @@ def _when(epoch: float | None) -> str:
     return "-" if epoch is None else time.strftime("%m-%d %H:%M", time.localtime(epoch))
 
 
-def _outcome_style(outcome: str | None) -> str:
+def _outcome_style(outcome: str | None, status: str = "running") -> str:
     if outcome is None:
-        return "[yellow]running[/]"
-    colour = "green" if outcome == "success" else "red"
+        return f"[yellow]{escape(status)}[/]"
+    colour = {"success": "green", "awaiting_approval": "yellow"}.get(outcome, "red")
     return f"[{colour}]{escape(outcome)}[/]"
 
 
@@ -78,7 +78,7 @@ def render_runs(runs: list[RunSummary]) -> RenderableType:
     for summary in runs:
         table.add_row(
             escape(summary.id),
-            _outcome_style(summary.outcome),
+            _outcome_style(summary.outcome, summary.status),
             str(summary.steps),
             f"{summary.tokens:,}",
             spend(summary.cost_micros, summary.unpriced_calls),
@@ -104,9 +104,10 @@ def render_trace(trace: Trace) -> RenderableType:
     run = trace.run
     parts: list[RenderableType] = []
     elapsed = (run.finished_at or time.time()) - run.started_at
+    state = _outcome_style(run.outcome, run.status)
     parts.append(
         Text.from_markup(
-            f"[bold]{escape(run.id)}[/]  {_outcome_style(run.outcome)}  {run.steps} steps  "
+            f"[bold]{escape(run.id)}[/]  {state}  {run.steps} steps  "
             f"{run.tokens:,} tokens  {elapsed:.1f} s\n"
             f"goal: {escape(run.goal)}\nprovider: {escape(run.provider)} ({escape(run.model)})\n"
             f"spend: {escape(spend(run.cost_micros, run.unpriced_calls))}"
@@ -144,7 +145,7 @@ def render_trace(trace: Trace) -> RenderableType:
             summary = json.loads(check["result"]).get("summary") or _last_line(check["output"])
             lines.append(f"  check ({escape(trigger)}): {verdict} {escape(summary)}")
         parts.append(Text.from_markup("\n".join(lines)))
-    parts.append(Text.from_markup(f"outcome: {_outcome_style(run.outcome)}"))
+    parts.append(Text.from_markup(f"outcome: {state}"))
     return Group(*parts)
 
 

@@ -21,7 +21,8 @@ from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, RefusedError, ResumeError
 from io_harness.loop._context import system_prompt, task_message
 from io_harness.loop._deferral import Resumption
-from io_harness.loop._engine import Engine, event_row, run_started
+from io_harness.loop._engine import Engine
+from io_harness.loop._events import event_row, run_started
 from io_harness.loop._outcome import RunOutcome, RunResult
 from io_harness.observe import Observer
 from io_harness.policy._approval import ApprovalRequest, Approver, Decision
@@ -216,6 +217,8 @@ async def resume(
     with store.lease(run_id):
         stored = store.load_run(run_id)
         if stored.status == "finished":
+            if decision is not None:
+                raise ConfigError(f"run {run_id!r} has finished; it takes no decision")
             return RunResult.from_stored(stored)
         contract = _stored_contract(stored)
         contract.check()

@@ -8,26 +8,23 @@ transaction → hand its events to the observer.
 
 from __future__ import annotations
 
-import inspect
 import json
 import time
-import warnings
 from collections.abc import Sequence
 
 from io_harness.contract import TaskContract
-from io_harness.errors import ProviderError
+from io_harness.errors import ProviderError, RefusedError
 from io_harness.loop._calls import ProviderCaller, Unanswered
 from io_harness.loop._context import failing_check_message
 from io_harness.loop._deferral import Deferrals, Resumption
+from io_harness.loop._events import LIVE_EVENTS, emit, event_row, run_started
 from io_harness.loop._outcome import RunOutcome, RunResult
 from io_harness.loop._progress import DoneCall, StepProgress
 from io_harness.messages import CompletionRequest, Message, ToolSpec
 from io_harness.observe import (
     Observer,
-    Retrying,
     RunEvent,
     RunFinished,
-    RunStarted,
     StepFinished,
     ToolCalled,
     Trigger,
@@ -35,11 +32,11 @@ from io_harness.observe import (
 )
 from io_harness.policy._approval import Decision
 from io_harness.policy._gate import Gate, canonical_argv
+from io_harness.policy._rules import Effect
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
 from io_harness.store import Store
 from io_harness.store._records import (
-    EventRow,
     Finish,
     StepRecord,
     StoredRun,
@@ -58,26 +55,6 @@ _CUT_OFF_CALL = (
     "its arguments were complete, so nothing ran; send it again with less in it (for "
     "example, write a large file in smaller edits)"
 )
-
-
-def run_started(
-    run_id: str,
-    step: int,
-    contract: TaskContract,
-    provider: Provider,
-    resumed: bool,
-    policy_replaced: bool = False,
-) -> RunStarted:
-    """The event that opens a run, or a resumption of it."""
-    return RunStarted(
-        run_id=run_id,
-        step=step,
-        goal=contract.goal,
-        provider=provider.name,
-        model=provider.model,
-        resumed=resumed,
-        policy_replaced=policy_replaced,
-    )
 
 
 class Engine:
@@ -175,7 +152,7 @@ class Engine:
             record.events = [event_row(e) for e in events]
             self._take_gate_rows(record)
             self.store.commit_step(self.run_id, record)
-            await self._emit([e for e in events if not isinstance(e, _LIVE_EVENTS)])
+            await self._emit([e for e in events if not isinstance(e, LIVE_EVENTS)])
             if outcome is not None:
                 return RunResult(
                     run_id=self.run_id,
@@ -351,9 +328,15 @@ class Engine:
         started = time.monotonic()
         criterion = self.contract.verify
         self.gate.call_id = ""
-        for argv in criterion.commands():
-            self.gate.check_outright(canonical_argv(argv))
+        refused = [
+            verdict
+            for argv in criterion.commands()
+            if (verdict := self.gate.check_outright(canonical_argv(argv))).effect
+            is not Effect.ALLOW
+        ]
         try:
+            if refused:  # a remembered deny since the run began: the check fails closed
+                raise RefusedError(f"the policy refuses the check: {refused[0].describe()}")
             result = await criterion.check(self.contract.subject(deadline))
         except Exception as exc:  # a check that breaks fails; it never passes or crashes
             result = VerificationResult(
@@ -408,28 +391,8 @@ class Engine:
         )
 
     async def _emit(self, events: Sequence[RunEvent]) -> None:
-        if self.observer is None:
-            return
-        for event in events:
-            try:
-                result = self.observer(event)
-                if inspect.isawaitable(result):
-                    await result
-            except Exception as exc:  # an observer's bug must not end the run
-                warnings.warn(
-                    f"io-harness observer raised {type(exc).__name__}: {exc}",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
+        await emit(self.observer, events)
 
 
-_LIVE_EVENTS = (RunStarted, Retrying)
 _NO_LATE_CHECK = (None, RunOutcome.SUCCESS, RunOutcome.AWAITING_APPROVAL)
-"""Events the observer gets as they happen; the rest follow their step's commit."""
-
-
-def event_row(event: RunEvent) -> EventRow:
-    """A run event as the store keeps it."""
-    return EventRow(
-        step=event.step, kind=event.kind, at=time.time(), data_json=event.model_dump_json()
-    )
+"""Outcomes after which a resumed run's pending check is not made at the end."""

@@ -10,7 +10,7 @@ from typing import IO
 
 from io_harness.errors import ConfigError
 from io_harness.policy._approval import ApprovalContext, ApprovalRequest, Decision
-from io_harness.policy._rules import Effect, Rule
+from io_harness.policy._rules import Act, Effect, Rule
 
 __all__ = ["ApproveAll", "CallbackApprover", "DenyAll", "StdinApprover", "exact_rule"]
 
@@ -18,12 +18,16 @@ __all__ = ["ApproveAll", "CallbackApprover", "DenyAll", "StdinApprover", "exact_
 def exact_rule(request: ApprovalRequest, effect: Effect = Effect.ALLOW) -> Rule | None:
     """A rule for exactly this act and target, or ``None`` when the target holds a wildcard.
 
-    Globs have no escapes, so a target with ``*`` or ``?`` in it cannot be
-    named exactly; remembering it would allow more than was approved.
+    A path is anchored at the workspace root (``./notes.md``), so it does not
+    also match ``notes.md`` in other folders; a program is named as the
+    request named it. Globs have no escapes, so a target with ``*`` or ``?``
+    in it cannot be named exactly; remembering it would allow more than was
+    approved.
     """
     if "*" in request.target or "?" in request.target:
         return None
-    return Rule(act=request.act, glob=request.target, effect=effect)
+    glob = f"./{request.target}" if request.act in (Act.READ, Act.WRITE) else request.target
+    return Rule(act=request.act, glob=glob, effect=effect)
 
 
 class ApproveAll:

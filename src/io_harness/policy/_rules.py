@@ -114,9 +114,12 @@ def target_matches(act: Act, glob: str, target: str) -> bool:
     """Whether ``glob`` matches the already normalised ``target`` of ``act``.
 
     A path or program matches when the glob matches it whole or its last part;
-    a net target when the glob matches ``host:port`` or the bare host, in any
-    letter case.
+    a path glob that begins with ``./`` is anchored at the workspace root and
+    matches the whole path only. A net target matches when the glob matches
+    ``host:port`` or the bare host, in any letter case.
     """
+    if act in (Act.READ, Act.WRITE) and glob.startswith("./"):
+        return match_glob(glob[2:], target)
     return matches_any(glob, match_texts(act, target), fold_case=act is Act.NET)
 
 

@@ -135,8 +135,8 @@ CREATE TABLE permissions (
     effect     TEXT NOT NULL,                    -- the policy's verdict: allow | ask | deny
     rule       TEXT,                             -- the rule that decided; NULL: the act's default
     layer      TEXT,
-    decision   TEXT NOT NULL,                    -- allowed | refused | approved | denied | deferred
-    decided_by TEXT NOT NULL,                    -- policy, remembered, or the approver
+    decision   TEXT NOT NULL,  -- allowed | refused | approved | denied | deferred | skipped (grep)
+    decided_by TEXT NOT NULL,  -- policy, remembered, the approver, or who gave a stored decision
     reason     TEXT NOT NULL DEFAULT '',
     at         REAL NOT NULL,
     PRIMARY KEY (run_id, seq)

@@ -6,16 +6,29 @@ import abc
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from io_harness._validation import CheckedModel
 from io_harness.errors import ConfigError
 
-__all__ = ["CriterionBase", "Mode", "Subject", "VerificationResult"]
+__all__ = ["MISSING", "CriterionBase", "Mode", "Subject", "VerificationResult", "given"]
 
 Mode = Literal["file", "workspace"]
+
+MISSING: Any = object()
+"""The default of a criterion's required positional fields, so a missing one is named.
+
+Pydantic calls a model's own ``__init__`` when it validates nested data (a
+contract from TOML), so a required positional parameter would fail with a
+``TypeError`` instead of a validation error naming the field.
+"""
+
+
+def given(**fields: Any) -> dict[str, Any]:
+    """The fields a caller passed, leaving out those still :data:`MISSING`."""
+    return {name: value for name, value in fields.items() if value is not MISSING}
 
 
 @dataclass(frozen=True, slots=True)

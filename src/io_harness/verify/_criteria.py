@@ -14,7 +14,14 @@ from pydantic import Field
 
 from io_harness._process import ProcessOutcome, run_process
 from io_harness.tools._workspace import PathRefused, Workspace
-from io_harness.verify._base import CriterionBase, Mode, Subject, VerificationResult
+from io_harness.verify._base import (
+    MISSING,
+    CriterionBase,
+    Mode,
+    Subject,
+    VerificationResult,
+    given,
+)
 from io_harness.verify._pytest import PytestPasses
 from io_harness.verify._record import PytestRecord, record_env
 
@@ -61,8 +68,8 @@ class FileContains(CriterionBase):
     kind: Literal["file_contains"] = "file_contains"
     needle: str
 
-    def __init__(self, needle: str, **data: Any) -> None:
-        super().__init__(**{"needle": needle}, **data)
+    def __init__(self, needle: str = MISSING, **data: Any) -> None:
+        super().__init__(**given(needle=needle), **data)
 
     def usable_in(self) -> frozenset[Mode]:
         return _SINGLE_FILE
@@ -87,8 +94,8 @@ class FileEquals(CriterionBase):
     kind: Literal["file_equals"] = "file_equals"
     text: str
 
-    def __init__(self, text: str, **data: Any) -> None:
-        super().__init__(**{"text": text}, **data)
+    def __init__(self, text: str = MISSING, **data: Any) -> None:
+        super().__init__(**given(text=text), **data)
 
     def usable_in(self) -> frozenset[Mode]:
         return _SINGLE_FILE
@@ -122,8 +129,8 @@ class WorkspaceFileContains(CriterionBase):
     file: str
     needle: str
 
-    def __init__(self, file: str, needle: str, **data: Any) -> None:
-        super().__init__(**{"file": file, "needle": needle}, **data)
+    def __init__(self, file: str = MISSING, needle: str = MISSING, **data: Any) -> None:
+        super().__init__(**given(file=file, needle=needle), **data)
 
     def usable_in(self) -> frozenset[Mode]:
         return _WORKSPACE
@@ -160,8 +167,8 @@ class Command(CriterionBase):
     expect_exit: int = 0
     timeout: float = Field(300.0, gt=0)
 
-    def __init__(self, argv: Sequence[str], **data: Any) -> None:
-        super().__init__(**{"argv": tuple(argv)}, **data)
+    def __init__(self, argv: Sequence[str] = MISSING, **data: Any) -> None:
+        super().__init__(**given(argv=argv), **data)
 
     def describe(self) -> str:
         return f"the command `{shlex.join(self.argv)}` exits with status {self.expect_exit}"
@@ -240,7 +247,7 @@ class PythonCompiles(CriterionBase):
     timeout: float = Field(120.0, gt=0)
 
     def __init__(self, paths: Sequence[str] = (), **data: Any) -> None:
-        super().__init__(**{"paths": tuple(paths)}, **data)
+        super().__init__(**{"paths": paths}, **data)
 
     def describe(self) -> str:
         if self.paths:

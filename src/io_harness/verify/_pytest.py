@@ -14,7 +14,14 @@ from pydantic import Field
 from io_harness._process import run_process
 from io_harness._validation import read_config_text
 from io_harness.errors import ConfigError
-from io_harness.verify._base import CriterionBase, Mode, Subject, VerificationResult
+from io_harness.verify._base import (
+    MISSING,
+    CriterionBase,
+    Mode,
+    Subject,
+    VerificationResult,
+    given,
+)
 from io_harness.verify._record import PLUGIN_DIR, PytestRecord, record_env
 
 __all__ = ["PytestPasses", "defined_tests"]
@@ -65,8 +72,8 @@ class PytestPasses(CriterionBase):
     test_src: str
     timeout: float = Field(300.0, gt=0)
 
-    def __init__(self, test_src: str, **data: Any) -> None:
-        super().__init__(**{"test_src": test_src}, **data)
+    def __init__(self, test_src: str = MISSING, **data: Any) -> None:
+        super().__init__(**given(test_src=test_src), **data)
 
     @classmethod
     def from_file(cls, path: str | Path, **data: Any) -> PytestPasses:
