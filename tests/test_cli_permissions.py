@@ -99,7 +99,7 @@ def test_an_ask_defers_without_a_terminal_and_ioh_approve_performs_it(
     assert project.ioh("show", "r1") == 0
     shown = capsys.readouterr().out
     assert "deferred by nobody write out.txt" in shown
-    assert "approved by ioh by " in shown
+    assert "(ioh approve) write out.txt" in shown
 
 
 def test_a_denial_recorded_without_a_provider_is_performed_by_the_next_resume(

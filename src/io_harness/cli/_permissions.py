@@ -103,7 +103,7 @@ def decide_pending(
         )
     row = open_[0]
     request = ApprovalRequest.model_validate_json(row.request_json)
-    by = f"ioh by {_who()}"
+    by = f"{_who()} (ioh {'approve' if approve else 'deny'})"
     if approve:
         rules = []
         if remember:

@@ -154,7 +154,7 @@ def _permission_lines(rows: list[dict[str, Any]]) -> list[str]:
     lines = []
     allowed = 0
     for row in rows:
-        if row["decision"] == "allowed":
+        if row["decision"] == "allowed" and row["decided_by"] == "policy":
             allowed += 1
             continue
         colour = "green" if row["decision"] == "approved" else "yellow"

@@ -62,10 +62,12 @@ def _check_criterion(contract: TaskContract, gate: Gate) -> None:
     for argv in contract.verify.commands():
         verdict = gate.check_outright(canonical_argv(argv))
         if verdict.effect is not Effect.ALLOW:
+            program = argv[0].rsplit("/", 1)[-1]
             raise RefusedError(
                 f"the criterion runs {argv[0]!r}, but {verdict.describe()}; a check "
                 "cannot wait for approval, so the policy must allow it outright "
-                f"(for example .allow_exec({argv[0].rsplit('/', 1)[-1]!r}))"
+                f"(.allow_exec({program!r}), or allow_exec = [{program!r}] in a "
+                "[policy.layers.NAME] table)"
             )
 
 
