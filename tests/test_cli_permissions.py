@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from io_harness import Store
+from io_harness import Policy, RunOutcome, Store, TaskContract, run
 from io_harness.cli import main
+from io_harness.testing import ScriptedProvider, call, reply
 from loopback import LoopbackServer, Reply
 from wire_openai import chat_stream, usage
 
@@ -65,7 +66,7 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackServer]:
         yield running
 
 
-def test_an_ask_defers_without_a_terminal_and_ioh_approve_performs_it(
+def test_an_ask_defers_without_a_terminal_and_ioh_approve_performs_it_with_the_stored_provider(
     tmp_path: Path, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     project = Project(tmp_path)
@@ -87,7 +88,7 @@ def test_an_ask_defers_without_a_terminal_and_ioh_approve_performs_it(
     assert "r1 step 1: write out.txt (write_file)" in pending
     assert "the default for write" in pending and "+hello" in pending
 
-    assert project.ioh("approve", "r1", "--provider", "openai:gpt-test") == 0
+    assert project.ioh("approve", "r1") == 0
     out = capsys.readouterr().out
     assert "approved: write out.txt (write_file)" in out
     assert "outcome: success" in out
@@ -102,22 +103,22 @@ def test_an_ask_defers_without_a_terminal_and_ioh_approve_performs_it(
     assert "(ioh approve) write out.txt" in shown
 
 
-def test_a_denial_recorded_without_a_provider_is_performed_by_the_next_resume(
+def test_a_denial_stored_without_resuming_is_performed_by_the_next_resume(
     tmp_path: Path, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     project = Project(tmp_path)
     project.ioh("run", str(project.contract), "--provider", "openai:gpt-test", "--run-id", "r1")
     capsys.readouterr()
 
-    assert project.ioh("deny", "r1", "--reason", "write notes/out.txt instead") == 0
+    assert project.ioh("deny", "r1", "--reason", "write notes/out.txt instead", "--no-resume") == 0
     out = capsys.readouterr().out
-    assert "denied: write out.txt" in out and "ioh resume r1 --provider SPEC" in out
+    assert "denied: write out.txt" in out and "the next resume performs it: ioh resume r1" in out
     assert project.ioh("pending") == 0
     assert "(decided; resume performs it)" in capsys.readouterr().out
     assert project.ioh("approve", "r1") == 2
     assert "already decided" in capsys.readouterr().err
 
-    assert project.ioh("resume", "r1", "--provider", "openai:gpt-test") == 1
+    assert project.ioh("resume", "r1") == 1
     assert not (project.root / "out.txt").exists()
     sent = server.requests[1].json["messages"][-1]
     assert sent["role"] == "tool" and "write notes/out.txt instead" in sent["content"]
@@ -196,3 +197,24 @@ def test_replace_policy_needs_the_policy_to_replace_with(
 
     assert project.ioh("resume", "r1", "--provider", "openai:m", "--replace-policy") == 2
     assert "--replace-policy needs --policy FILE" in capsys.readouterr().err
+
+
+async def test_a_run_not_started_by_ioh_needs_a_provider_to_resume(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = Project(tmp_path)
+    contract = TaskContract.from_toml(project.contract)
+    with Store.open(project.store) as store:
+        waiting = await run(
+            contract,
+            ScriptedProvider([reply(calls=[call("write_file", path="out.txt", content="x")])]),
+            store=store,
+            policy=Policy.default(),
+            run_id="lib",
+        )
+    assert waiting.outcome is RunOutcome.AWAITING_APPROVAL
+
+    assert project.ioh("approve", "lib") == 0
+    assert "the next resume performs it: ioh resume lib --provider SPEC" in capsys.readouterr().out
+    assert project.ioh("resume", "lib") == 2
+    assert "was not started by `ioh run`" in capsys.readouterr().err

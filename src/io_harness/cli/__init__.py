@@ -19,6 +19,13 @@ from rich.markup import escape
 
 from io_harness import __version__
 from io_harness._demo import CASSETTE, prepare, use_this_python
+from io_harness.cli._launch import (
+    STORED,
+    launch_labels,
+    prices_for,
+    replay_label,
+    stored_provider,
+)
 from io_harness.cli._permissions import (
     APPROVERS,
     PausedStatus,
@@ -34,7 +41,6 @@ from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, HarnessError
 from io_harness.loop import RunOutcome, RunResult, resume, run
 from io_harness.policy import Approver, Policy
-from io_harness.pricing import PriceTable
 from io_harness.providers import SPEC_FORMS, Provider, Replay
 from io_harness.providers._spec import provider_from_specs
 from io_harness.store import SqliteStore, Store
@@ -58,17 +64,17 @@ def _with_store(sub: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return sub
 
 
-def _with_provider(sub: argparse.ArgumentParser, required: bool = True) -> None:
+def _with_provider(sub: argparse.ArgumentParser, required: bool = True, default: str = "") -> None:
     sub.add_argument(
         "--provider",
         action="append",
         required=required,
         metavar="SPEC",
         help=f"the model provider ({', '.join(SPEC_FORMS)}); "
-        "give it again for fallbacks, asked in order",
+        f"give it again for fallbacks, asked in order{default}",
     )
     sub.add_argument(
-        "--prices", type=Path, metavar="FILE", help="a price table (TOML) to count spend"
+        "--prices", type=Path, metavar="FILE", help=f"a price table (TOML) to count spend{default}"
     )
 
 
@@ -106,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sub = _with_store(commands.add_parser("resume", help="continue a run from its last step"))
     sub.add_argument("run_id")
-    _with_provider(sub)
+    _with_provider(sub, required=False, default=STORED)
     _with_approver(sub)
     _with_policy_file(sub)
     sub.add_argument(
@@ -152,7 +158,10 @@ def _add_permission_commands(commands: Any) -> None:
             )
         else:
             sub.add_argument("--reason", required=True, help="why; the model reads it")
-        _with_provider(sub, required=False)
+        _with_provider(sub, required=False, default=STORED)
+        sub.add_argument(
+            "--no-resume", action="store_true", help="store the decision; resume it later"
+        )
         _with_approver(sub)
         sub.set_defaults(handler=_cmd_decide, approve=verb == "approve")
 
@@ -192,15 +201,11 @@ def _finish(console: Console, result: RunResult, args: argparse.Namespace) -> in
     return 0 if result.succeeded else EXIT_NOT_VERIFIED
 
 
-def _prices(args: argparse.Namespace) -> PriceTable | None:
-    return PriceTable.from_toml(args.prices) if args.prices else None
-
-
 def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     contract = TaskContract.from_toml(args.contract)
     policy = policy_for(args.contract, args.policy)
     provider = provider_from_specs(args.provider)
-    prices = _prices(args)
+    prices = prices_for(args)
     approver = approver_for(args.approve)
     with Store.open(args.store) as store:
         result = _drive(
@@ -214,6 +219,7 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
                 prices=prices,
                 policy=policy,
                 approver=approver,
+                labels=launch_labels(args),
             ),
             approver,
         )
@@ -224,8 +230,14 @@ def _cmd_resume(args: argparse.Namespace, console: Console) -> int:
     if args.replace_policy and args.policy is None:
         raise ConfigError("--replace-policy needs --policy FILE: the policy to resume under")
     policy = Policy.from_toml(args.policy) if args.policy is not None else None
-    provider = provider_from_specs(args.provider)
+    given = provider_from_specs(args.provider) if args.provider else None
     with _existing_store(args.store) as store:
+        provider = given or stored_provider(args, store)
+        if provider is None:
+            raise ConfigError(
+                f"run {args.run_id!r} was not started by `ioh run`, so its provider is not "
+                "stored; give --provider SPEC"
+            )
         return _resume(
             args, console, store, provider, policy=policy, replace_policy=args.replace_policy
         )
@@ -240,7 +252,7 @@ def _resume(
     policy: Policy | None = None,
     replace_policy: bool = False,
 ) -> int:
-    prices = _prices(args)
+    prices = prices_for(args, store.load_run(args.run_id).labels)
     approver = approver_for(args.approve)
     result = _drive(
         console,
@@ -269,7 +281,6 @@ def _cmd_pending(args: argparse.Namespace, console: Console) -> int:
 
 
 def _cmd_decide(args: argparse.Namespace, console: Console) -> int:
-    provider = provider_from_specs(args.provider) if args.provider else None
     with _existing_store(args.store) as store:
         request, decision = decide_pending(
             store,
@@ -280,10 +291,12 @@ def _cmd_decide(args: argparse.Namespace, console: Console) -> int:
         )
         verb = "approved" if decision.kind == "approve" else "denied"
         console.print(f"{verb}: {escape(request.describe())} (request {escape(request.id)})")
+        provider = None if args.no_resume else stored_provider(args, store)
         if provider is None:
+            how = "" if args.no_resume else " --provider SPEC"
             console.print(
-                f"the next resume performs it: ioh resume {escape(args.run_id)} "
-                f"--provider SPEC{escape(_store_hint(args))}"
+                f"the next resume performs it: ioh resume {escape(args.run_id)}"
+                f"{how}{escape(_store_hint(args))}"
             )
             return 0
         return _resume(args, console, store, provider)
@@ -328,7 +341,7 @@ def _cmd_demo(args: argparse.Namespace, console: Console) -> int:
     contract_path = prepare(folder)
     contract = TaskContract.from_toml(contract_path)
     provider: Provider
-    prices = _prices(args)
+    prices = prices_for(args)
     if args.provider:
         provider = provider_from_specs(args.provider)
         console.print(f"Running the demo live with {escape(', '.join(args.provider))}.")
@@ -343,7 +356,14 @@ def _cmd_demo(args: argparse.Namespace, console: Console) -> int:
     with Store.open(args.store) as store:
         result = _drive(
             console,
-            lambda report: run(contract, provider, store=store, observer=report, prices=prices),
+            lambda report: run(
+                contract,
+                provider,
+                store=store,
+                observer=report,
+                prices=prices,
+                labels=launch_labels(args) if args.provider else replay_label(CASSETTE),
+            ),
         )
     return _finish(console, result, args)
 

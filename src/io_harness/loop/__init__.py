@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -71,6 +71,16 @@ def _check_criterion(contract: TaskContract, gate: Gate) -> None:
             )
 
 
+def _checked_labels(labels: Mapping[str, str] | None) -> dict[str, str]:
+    if labels is None:
+        return {}
+    if not isinstance(labels, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+    ):
+        raise ConfigError("labels must map strings to strings")
+    return dict(labels)
+
+
 def _check_approver(approver: object) -> None:
     if approver is not None and not isinstance(approver, Approver):
         raise ConfigError(
@@ -115,6 +125,7 @@ async def run(
     prices: PriceTable | None = None,
     policy: Policy | None = None,
     approver: Approver | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> RunResult:
     """Run the agent on ``contract`` until the criterion passes or a budget ends it.
 
@@ -130,6 +141,8 @@ async def run(
     either way) and is stored with the run. ``approver`` decides the acts the
     policy asks about; without one, an ask defers: the run stops with
     ``AWAITING_APPROVAL`` and waits for a decision given to :func:`resume`.
+    ``labels`` are string pairs stored with the run (``RunSummary.labels``),
+    for the caller's own bookkeeping.
 
     Configuration mistakes raise :class:`ConfigError`, and a criterion whose
     commands the policy does not allow outright raises :class:`RefusedError`,
@@ -140,6 +153,7 @@ async def run(
     _check_approver(approver)
     contract.check()
     _check_prices(contract, provider, prices)
+    labels = _checked_labels(labels)
     policy = policy if policy is not None else Policy.permissive()
     if not isinstance(policy, Policy):
         raise ConfigError(f"policy must be a Policy, not {type(policy).__name__}")
@@ -148,7 +162,7 @@ async def run(
     gate = Gate(policy, approver, goal=contract.goal, run_id=run_id)
     _check_criterion(contract, gate)
     with store.lease(run_id):
-        return await _start(contract, provider, store, run_id, observer, prices, gate)
+        return await _start(contract, provider, store, run_id, observer, prices, gate, labels)
 
 
 async def _start(
@@ -159,6 +173,7 @@ async def _start(
     observer: Observer | None,
     prices: PriceTable | None,
     gate: Gate,
+    labels: dict[str, str],
 ) -> RunResult:
     toolbox = _toolbox(contract, gate)
     started_at = time.time()
@@ -176,6 +191,7 @@ async def _start(
             messages=(task_message(contract),),
             events=(event_row(started),),
             policy_json=gate.policy.model_dump_json(),
+            labels=labels,
         )
     )
     stored = store.load_run(run_id)
@@ -325,6 +341,7 @@ def run_sync(
     prices: PriceTable | None = None,
     policy: Policy | None = None,
     approver: Approver | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> RunResult:
     """:func:`run` for callers without an event loop."""
     return _sync(
@@ -337,6 +354,7 @@ def run_sync(
             prices=prices,
             policy=policy,
             approver=approver,
+            labels=labels,
         )
     )
 

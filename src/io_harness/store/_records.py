@@ -43,6 +43,8 @@ class NewRun:
     events: tuple[EventRow, ...] = ()
     policy_json: str | None = None
     """The Policy the run is governed by, as JSON."""
+    labels: dict[str, str] = field(default_factory=dict)
+    """The caller's labels for the run (``ioh`` keeps the provider specs here)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +228,7 @@ class StoredRun:
     messages: list[Message]
     policy_json: str | None = None
     """The run's Policy JSON; ``None`` for a run stored before policies existed."""
+    labels: dict[str, str] = field(default_factory=dict)
     remembered_json: str | None = None
     pending: ApprovalRow | None = None
     """The deferred action the run waits on, when ``status`` is ``awaiting``."""
@@ -248,3 +251,5 @@ class RunSummary(BaseModel):
     model: str
     started_at: float
     finished_at: float | None
+    labels: dict[str, str] = {}
+    """The caller's labels for the run."""

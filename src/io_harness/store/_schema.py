@@ -122,6 +122,7 @@ ALTER TABLE provider_calls ADD COLUMN cost_micros INTEGER;       -- NULL: unpric
 _V3 = """
 ALTER TABLE runs ADD COLUMN policy TEXT;      -- Policy JSON the run is governed by; NULL: before v3
 ALTER TABLE runs ADD COLUMN remembered TEXT;  -- JSON list of rules approvers asked to remember
+ALTER TABLE runs ADD COLUMN labels TEXT;      -- JSON object of the caller's string labels
 
 -- Every verdict of the gate and every decision on it, in the order they were made.
 CREATE TABLE permissions (

@@ -47,7 +47,7 @@ _USAGE_COLUMNS = (
 _RUN_COLUMNS = (
     "id", "goal", "contract", "system_prompt", "tools", "provider", "model", "status",
     "outcome", "steps", *_USAGE_COLUMNS, "cost_micros", "unpriced_calls", "started_at",
-    "finished_at", "error", "policy", "remembered",
+    "finished_at", "error", "policy", "remembered", "labels",
 )  # fmt: skip
 
 
@@ -159,7 +159,8 @@ class SqliteStore(Store):
                 )
             db.execute(
                 "INSERT INTO runs (id, goal, contract, system_prompt, tools, provider, model,"
-                " status, started_at, policy) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)",
+                " status, started_at, policy, labels)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
                 (
                     run.id,
                     run.goal,
@@ -170,6 +171,7 @@ class SqliteStore(Store):
                     run.model,
                     run.started_at,
                     run.policy_json,
+                    json.dumps(run.labels) if run.labels else None,
                 ),
             )
             self._insert_messages(db, run.id, 0, run.messages)
@@ -387,6 +389,7 @@ class SqliteStore(Store):
             verification_json=self._last_check(run_id),
             messages=messages,
             policy_json=row["policy"],
+            labels=_labels(row["labels"]),
             remembered_json=row["remembered"],
             pending=next(iter(self.approvals(run_id)), None),
         )
@@ -414,6 +417,7 @@ class SqliteStore(Store):
             model=row["model"],
             started_at=row["started_at"],
             finished_at=row["finished_at"],
+            labels=_labels(row["labels"]),
         )
 
     def runs(self, limit: int | None = None) -> list[RunSummary]:
@@ -445,6 +449,14 @@ class SqliteStore(Store):
             permissions=self._table("permissions", run_id, "seq"),
             approvals=self._table("approvals", run_id, "created_at, id"),
         )
+
+
+def _labels(text: str | None) -> dict[str, str]:
+    try:
+        value = json.loads(text) if text else {}
+    except json.JSONDecodeError:
+        return {"(unreadable)": text or ""}
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
 def _statements(script: str) -> Iterator[str]:

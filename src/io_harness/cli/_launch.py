@@ -1,0 +1,66 @@
+"""What a command runs with: the provider and prices given, or those a run was started with.
+
+``ioh run`` stores its ``--provider`` specs and ``--prices`` file as labels of
+the run, so ``ioh resume``, ``approve`` and ``deny`` need no flags to go on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from io_harness.pricing import PriceTable
+from io_harness.providers import Provider
+from io_harness.providers._spec import provider_from_specs
+from io_harness.store import Store
+
+__all__ = [
+    "PRICES_LABEL",
+    "PROVIDER_LABEL",
+    "STORED",
+    "launch_labels",
+    "prices_for",
+    "replay_label",
+    "stored_provider",
+]
+
+PROVIDER_LABEL = "ioh.provider"
+"""The label that keeps the provider specs a run was started with (a JSON list)."""
+PRICES_LABEL = "ioh.prices"
+STORED = " (default: what the run was started with)"
+"""The help text's note on a flag whose default is stored with the run."""
+
+
+def prices_for(
+    args: argparse.Namespace, labels: Mapping[str, str] | None = None
+) -> PriceTable | None:
+    """The price table of ``--prices``, else the one the run was started with."""
+    path = args.prices or (labels or {}).get(PRICES_LABEL)
+    return PriceTable.from_toml(path) if path else None
+
+
+def launch_labels(args: argparse.Namespace) -> dict[str, str]:
+    """What ``ioh`` stores with a run so resume, approve and deny can do without flags."""
+    specs = [
+        f"replay:{Path(spec[7:]).absolute()}" if spec.startswith("replay:") else spec
+        for spec in args.provider or ()
+    ]
+    labels = {PROVIDER_LABEL: json.dumps(specs)} if specs else {}
+    if args.prices:
+        labels[PRICES_LABEL] = str(Path(args.prices).absolute())
+    return labels
+
+
+def stored_provider(args: argparse.Namespace, store: Store) -> Provider | None:
+    """The provider of ``--provider``, else the one the run was started with by ``ioh``."""
+    if args.provider:
+        return provider_from_specs(args.provider)
+    stored = store.load_run(args.run_id).labels.get(PROVIDER_LABEL)
+    return provider_from_specs(json.loads(stored)) if stored else None
+
+
+def replay_label(cassette: Path) -> dict[str, str]:
+    """The labels of a run that replays ``cassette`` (the demo)."""
+    return {PROVIDER_LABEL: json.dumps([f"replay:{cassette.absolute()}"])}
