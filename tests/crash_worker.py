@@ -34,7 +34,7 @@ from io_harness import (
 )
 from io_harness.testing import ScriptedProvider, call, reply
 from io_harness.tools import Toolbox, ToolOutcome
-from io_harness.tools._base import Deferral
+from io_harness.tools._gated import Deferral
 
 STEPS = 8
 

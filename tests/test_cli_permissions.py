@@ -218,3 +218,37 @@ async def test_a_run_not_started_by_ioh_needs_a_provider_to_resume(
     assert "the next resume performs it: ioh resume lib --provider SPEC" in capsys.readouterr().out
     assert project.ioh("resume", "lib") == 2
     assert "was not started by `ioh run`" in capsys.readouterr().err
+
+
+def test_deny_with_an_approver_choice_still_denies(
+    tmp_path: Path, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = Project(tmp_path)
+    project.ioh("run", str(project.contract), "--provider", "openai:gpt-test", "--run-id", "r1")
+    capsys.readouterr()
+
+    status = project.ioh("deny", "r1", "--reason", "no", "--approve", "approve-all", "--no-resume")
+
+    assert status == 0
+    assert "denied: write out.txt" in capsys.readouterr().out
+    with Store.open(project.store) as store:
+        (row,) = store.approvals("r1")
+        assert json.loads(row.decision_json or "{}")["kind"] == "deny"
+
+
+def test_a_decision_names_the_request_it_was_made_for(
+    tmp_path: Path, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = Project(tmp_path)
+    project.ioh("run", str(project.contract), "--provider", "openai:gpt-test", "--run-id", "r1")
+    capsys.readouterr()
+
+    assert project.ioh("approve", "r1", "--request", "0123abcd", "--no-resume") == 2
+    assert "now awaits request" in capsys.readouterr().err
+    with Store.open(project.store) as store:
+        (row,) = store.approvals("r1")
+        assert row.status == "pending"
+        with store.lease("r1"):  # a resume in progress holds the run
+            assert project.ioh("approve", "r1", "--request", row.id, "--no-resume") == 2
+    assert "is being driven" in capsys.readouterr().err
+    assert project.ioh("approve", "r1", "--request", row.id, "--no-resume") == 0

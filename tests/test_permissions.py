@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import io
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -24,11 +27,13 @@ from io_harness import (
     Decision,
     DenyAll,
     Effect,
+    FileContains,
     Policy,
     RefusedError,
     Rule,
     RunOutcome,
     StdinApprover,
+    StorageError,
     Store,
     TaskContract,
     WorkspaceFileContains,
@@ -562,3 +567,195 @@ async def test_a_finished_run_takes_no_decision(repo: Path, store: Store) -> Non
 
     with pytest.raises(ConfigError, match="has finished; it takes no decision"):
         await resume(result.run_id, ScriptedProvider([]), store=store, decision=Decision.approve())
+
+
+# -- found in review: each a way a decision could be misapplied ---------------------------
+
+
+def ask_everything() -> Policy:
+    return Policy.permissive().with_defaults(read="ask", write="ask")
+
+
+async def test_a_later_act_of_the_same_call_is_a_new_request_and_the_first_is_done(
+    repo: Path, store: Store
+) -> None:
+    first = await run(
+        contract(repo),
+        ScriptedProvider([reply(calls=[EDIT])]),
+        store=store,
+        policy=ask_everything(),
+    )
+    assert first.request is not None and first.request.act is Act.READ
+
+    second = await resume(
+        first.run_id, ScriptedProvider([]), store=store, decision=Decision.approve()
+    )
+
+    assert second.outcome is RunOutcome.AWAITING_APPROVAL
+    assert second.request is not None and second.request.act is Act.WRITE
+    assert second.request_id != first.request_id
+    done, pending = store.trace(first.run_id).approvals
+    assert (done["id"], done["status"]) == (first.request_id, "done")
+    assert json.loads(done["decision"])["kind"] == "approve"
+    assert (pending["id"], pending["status"]) == (second.request_id, "pending")
+    assert (repo / "src" / "app.py").read_text() == "n = 1\n"
+
+    third = await resume(
+        first.run_id, ScriptedProvider([]), store=store, decision=Decision.approve()
+    )
+    assert third.outcome is RunOutcome.SUCCESS
+    assert (repo / "src" / "app.py").read_text() == "n = 1 + 1  # DONE\n"
+
+
+async def test_the_approval_row_keeps_what_the_resumes_approver_decided(
+    repo: Path, store: Store
+) -> None:
+    waiting = await run(
+        contract(repo),
+        ScriptedProvider([reply(calls=[EDIT])]),
+        store=store,
+        policy=Policy.default(),
+    )
+    await resume(
+        waiting.run_id, ScriptedProvider([reply("ok")]), store=store, approver=DenyAll("no")
+    )
+
+    (approval,) = store.trace(waiting.run_id).approvals
+    decided = json.loads(approval["decision"])
+    assert (decided["kind"], decided["reason"], decided["by"]) == ("deny", "no", "DenyAll")
+
+
+async def test_a_replaced_policy_that_denies_an_act_cleared_before_the_deferral_refuses_the_call(
+    repo: Path, store: Store
+) -> None:
+    waiting = await run(
+        contract(repo),
+        ScriptedProvider([reply(calls=[EDIT])]),
+        store=store,
+        policy=Policy.default(),
+    )
+    stricter = Policy.default().layer("later").deny_read("src/*")
+
+    await resume(
+        waiting.run_id,
+        ScriptedProvider([reply("ok")]),
+        store=store,
+        decision=Decision.approve(),
+        policy=stricter,
+        replace_policy=True,
+    )
+
+    assert (repo / "src" / "app.py").read_text() == "n = 1\n"
+    (approval,) = store.trace(waiting.run_id).approvals
+    assert json.loads(approval["decision"])["kind"] == "deny"
+    refused = [r for r in store.trace(waiting.run_id).permissions if r["decision"] == "refused"]
+    assert [(r["act"], r["layer"]) for r in refused] == [("read", "later")]
+
+
+async def test_a_decision_does_not_follow_a_path_that_now_leads_elsewhere(
+    repo: Path, store: Store
+) -> None:
+    (repo / "docs").mkdir()
+    write = call("write_file", path="docs/README.md", content="new docs\n")
+    waiting = await run(
+        contract(repo),
+        ScriptedProvider([reply(calls=[write])]),
+        store=store,
+        policy=Policy.default(),
+    )
+    assert waiting.request is not None and waiting.request.target == "docs/README.md"
+    (repo / "docs").rmdir()
+    (repo / "docs").symlink_to(repo)
+
+    again = await resume(
+        waiting.run_id, ScriptedProvider([]), store=store, decision=Decision.approve()
+    )
+
+    assert again.outcome is RunOutcome.AWAITING_APPROVAL
+    assert again.request is not None and again.request.target == "README.md"
+    assert (repo / "README.md").read_text() == "readme\n"
+
+
+async def test_an_approval_after_the_wall_budget_still_gets_its_check(
+    repo: Path, store: Store
+) -> None:
+    done_call = call("write_file", path="src/app.py", content="DONE\n")
+    waiting = await run(
+        contract(repo, max_wall_seconds=1),
+        ScriptedProvider([reply(calls=[done_call])]),
+        store=store,
+        policy=Policy.default(),
+    )
+    await asyncio.sleep(1.1)  # the decision comes after the run's wall budget
+
+    finished = await resume(
+        waiting.run_id, ScriptedProvider([]), store=store, decision=Decision.approve()
+    )
+
+    assert finished.outcome is RunOutcome.SUCCESS
+
+
+async def test_an_approval_request_never_copies_a_file_the_policy_hides(repo: Path) -> None:
+    policy = Policy.default().layer("app").deny_read("secrets/*")
+    write = call("write_file", path="secrets/token.txt", content="rotated\n")
+    result = await run(contract(repo), ScriptedProvider([reply(calls=[write])]), policy=policy)
+
+    assert result.request is not None and result.request.diff is not None
+    assert "hunter2" not in result.request.diff
+    assert "+rotated" in result.request.diff and "not shown" in result.request.diff
+
+
+async def test_a_rewritten_call_is_traced_with_the_arguments_it_ran_with(
+    repo: Path, store: Store
+) -> None:
+    rewrite = CallbackApprover(
+        lambda request, context: Decision.approve(
+            modified={"path": "NOTES.md", "content": "DONE\n"}
+        )
+    )
+    asked = call("write_file", path="README.md", content="x")
+    result = await run(
+        contract(repo),
+        ScriptedProvider([reply(calls=[asked]), reply("ok")]),
+        store=store,
+        policy=Policy.default(),
+        approver=rewrite,
+    )
+
+    (row,) = store.trace(result.run_id).tool_calls[:1]
+    assert json.loads(row["arguments"]) == {"path": "NOTES.md", "content": "DONE\n"}
+    assert (repo / "README.md").read_text() == "readme\n"
+
+
+async def test_a_single_file_run_checks_where_its_file_really_is(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("API_KEY=sk-live-123\n")
+    (tmp_path / "settings.txt").symlink_to(tmp_path / ".env")
+    single = TaskContract.file("tidy", tmp_path / "settings.txt", FileContains("x"))
+    provider = ScriptedProvider([reply(calls=[call("read_file")]), reply("ok")])
+
+    await run(single, provider, policy=Policy.default(), approver=DenyAll())
+
+    (seen,) = observations(provider, 1)
+    assert "sk-live" not in seen and "deny read .env" in seen
+
+
+async def test_stored_rows_that_do_not_load_are_storage_errors(repo: Path, tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    with Store.open(path) as store:
+        waiting = await run(
+            contract(repo),
+            ScriptedProvider([reply(calls=[EDIT])]),
+            store=store,
+            policy=Policy.default(),
+        )
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("UPDATE approvals SET progress = '{\"nonsense\": 1}'")
+        db.commit()
+    with Store.open(path) as store, pytest.raises(StorageError, match="holds a step"):
+        await resume(waiting.run_id, ScriptedProvider([]), store=store, decision=Decision.approve())
+
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("DELETE FROM approvals")
+        db.commit()
+    with Store.open(path) as store, pytest.raises(StorageError, match="no open request"):
+        await resume(waiting.run_id, ScriptedProvider([]), store=store)

@@ -609,3 +609,8 @@ def test_bad_toml_and_a_missing_file_are_config_errors(tmp_path: Path) -> None:
         Policy.from_toml(write_toml(tmp_path, "[policy\n"))
     with pytest.raises(ConfigError, match="cannot read the policy"):
         Policy.from_toml(tmp_path / "missing.toml")
+
+
+def test_a_table_built_in_python_with_a_key_that_is_not_a_string_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"policy\.layers\.1: a layer's name must be a string"):
+        Policy.from_table({"layers": {1: {"allow_read": ["*"]}}}, "code")

@@ -41,8 +41,8 @@ from io_harness.tools import (
     single_file_tools,
     workspace_tools,
 )
-from io_harness.tools._base import Deferral
 from io_harness.tools._files import FIND_MAX_RESULTS, GREP_MAX_MATCHES, LINE_SHOWN_CHARS
+from io_harness.tools._gated import Deferral
 from io_harness.tools._text import READ_CEILING_BYTES
 
 SECRET = "top secret\n"

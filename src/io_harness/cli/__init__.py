@@ -81,6 +81,7 @@ def _with_provider(sub: argparse.ArgumentParser, required: bool = True, default:
 def _with_approver(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "--approve",
+        dest="approver_choice",
         choices=APPROVERS,
         help="how asks are decided: ask at this terminal (the default when there is "
         "one), defer them for ioh approve (the default otherwise), deny or approve all",
@@ -163,7 +164,12 @@ def _add_permission_commands(commands: Any) -> None:
             "--no-resume", action="store_true", help="store the decision; resume it later"
         )
         _with_approver(sub)
-        sub.set_defaults(handler=_cmd_decide, approve=verb == "approve")
+        sub.add_argument(
+            "--request",
+            metavar="ID",
+            help="the request you reviewed (ioh pending); refused if the run awaits another",
+        )
+        sub.set_defaults(handler=_cmd_decide, verdict=verb)
 
     policy = commands.add_parser("policy", help="show a policy or explain its verdict")
     policy_commands = policy.add_subparsers(dest="policy_command", required=True, metavar="WHAT")
@@ -206,7 +212,7 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     policy = policy_for(args.contract, args.policy)
     provider = provider_from_specs(args.provider)
     prices = prices_for(args)
-    approver = approver_for(args.approve)
+    approver = approver_for(args.approver_choice)
     with Store.open(args.store) as store:
         result = _drive(
             console,
@@ -253,7 +259,7 @@ def _resume(
     replace_policy: bool = False,
 ) -> int:
     prices = prices_for(args, store.load_run(args.run_id).labels)
-    approver = approver_for(args.approve)
+    approver = approver_for(args.approver_choice)
     result = _drive(
         console,
         lambda report: resume(
@@ -285,7 +291,8 @@ def _cmd_decide(args: argparse.Namespace, console: Console) -> int:
         request, decision = decide_pending(
             store,
             args.run_id,
-            approve=args.approve,
+            approve=args.verdict == "approve",
+            request_id=args.request,
             remember=getattr(args, "remember", False),
             reason=getattr(args, "reason", None),
         )

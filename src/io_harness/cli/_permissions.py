@@ -93,9 +93,32 @@ def _who() -> str:
 
 
 def decide_pending(
-    store: Store, run_id: str, *, approve: bool, remember: bool, reason: str | None
+    store: Store,
+    run_id: str,
+    *,
+    approve: bool,
+    remember: bool,
+    reason: str | None,
+    request_id: str | None = None,
 ) -> tuple[ApprovalRequest, Decision]:
-    """Store the operator's decision on the action ``run_id`` awaits."""
+    """Store the operator's decision on the action ``run_id`` awaits.
+
+    The run's lease is held meanwhile, so a resume in progress cannot change
+    the action under the decision; ``request_id`` makes sure the action is
+    the one the operator reviewed.
+    """
+    with store.lease(run_id):
+        return _decide(store, run_id, approve, remember, reason, request_id)
+
+
+def _decide(
+    store: Store,
+    run_id: str,
+    approve: bool,
+    remember: bool,
+    reason: str | None,
+    request_id: str | None,
+) -> tuple[ApprovalRequest, Decision]:
     open_ = store.approvals(run_id)
     if not open_:
         raise ConfigError(
@@ -103,6 +126,11 @@ def decide_pending(
         )
     row = open_[0]
     request = ApprovalRequest.model_validate_json(row.request_json)
+    if request_id is not None and request_id != row.id:
+        raise ConfigError(
+            f"run {run_id!r} now awaits request {row.id} ({request.describe()}), "
+            f"not {request_id}; review it with ioh pending"
+        )
     by = f"{_who()} (ioh {'approve' if approve else 'deny'})"
     if approve:
         rules = []

@@ -18,9 +18,9 @@ from pydantic import ValidationError
 
 from io_harness._validation import loading
 from io_harness.contract import TaskContract
-from io_harness.errors import ConfigError, RefusedError, ResumeError
+from io_harness.errors import ConfigError, RefusedError, ResumeError, StorageError
 from io_harness.loop._context import system_prompt, task_message
-from io_harness.loop._deferral import Resumption
+from io_harness.loop._deferral import Resumption, stored_model
 from io_harness.loop._engine import Engine
 from io_harness.loop._events import event_row, run_started
 from io_harness.loop._outcome import RunOutcome, RunResult
@@ -238,6 +238,8 @@ async def resume(
             if decision is not None:
                 raise ConfigError(f"run {run_id!r} has finished; it takes no decision")
             return RunResult.from_stored(stored)
+        if stored.status == "awaiting" and stored.pending is None:
+            raise StorageError(f"run {run_id!r} is awaiting approval but holds no open request")
         contract = _stored_contract(stored)
         contract.check()
         _check_prices(contract, provider, prices)
@@ -276,7 +278,7 @@ def _stored_gate(
                 else Policy.permissive()  # stored before policies existed: it ran unchecked
             )
             remembered = remembered_from_json(stored.remembered_json)
-    except ValidationError as exc:
+    except ValueError as exc:  # pydantic's ValidationError and json's errors alike
         raise ResumeError(
             f"run {stored.id!r} holds a policy this version cannot read: {exc}"
         ) from None
@@ -311,8 +313,8 @@ def _decision_for(stored: StoredRun, gate: Gate, decision: Decision | None) -> D
             )
         return decision if decision.by else decision.model_copy(update={"by": "resume()"})
     if pending.decision_json is not None:
-        return Decision.model_validate_json(pending.decision_json)
-    request = ApprovalRequest.model_validate_json(pending.request_json)
+        return stored_model(Decision, pending.decision_json, "a decision", stored.id)
+    request = stored_model(ApprovalRequest, pending.request_json, "a request", stored.id)
     asks = gate.verdict(Access(request.act, request.target)).effect is Effect.ASK
     if gate.approver is None and asks:
         raise ConfigError(

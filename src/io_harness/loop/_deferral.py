@@ -3,14 +3,30 @@
 from __future__ import annotations
 
 import time
+from typing import TypeVar
 
+from pydantic import BaseModel
+
+from io_harness.errors import StorageError
 from io_harness.loop._outcome import RunOutcome
 from io_harness.loop._progress import StepProgress
 from io_harness.observe import AwaitingApproval, RunEvent
 from io_harness.policy._approval import ApprovalRequest, Decision
+from io_harness.policy._gate import Gate
 from io_harness.store._records import ApprovalRow, StepRecord
+from io_harness.tools._gated import ResumePoint
 
-__all__ = ["Deferrals", "Resumption"]
+__all__ = ["Deferrals", "Resumption", "stored_model"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def stored_model(cls: type[M], text: str | None, what: str, run_id: str) -> M:
+    """A model the store holds for a run; a row that does not load is a StorageError."""
+    try:
+        return cls.model_validate_json(text or "")
+    except ValueError as exc:
+        raise StorageError(f"run {run_id!r} holds {what} that does not load: {exc}") from None
 
 
 class Resumption:
@@ -30,28 +46,36 @@ class Resumption:
 class Deferrals:
     """Which deferred action a run is completing, and which one it stopped to await."""
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, gate: Gate) -> None:
         self.run_id = run_id
+        self.gate = gate
         self.resuming: tuple[ApprovalRequest, ApprovalRow] | None = None
         self.awaiting: ApprovalRequest | None = None
 
-    def start(self, record: StepRecord, deferred: ApprovalRow) -> StepProgress:
-        """The interrupted step, to be finished in ``record``, deferred call first."""
-        progress = StepProgress.model_validate_json(deferred.progress_json)
+    def start(
+        self, record: StepRecord, deferred: ApprovalRow, decision: Decision | None
+    ) -> tuple[StepProgress, ResumePoint]:
+        """The interrupted step, to be finished in ``record``, and where its call goes on."""
+        progress = stored_model(StepProgress, deferred.progress_json, "a step", self.run_id)
+        request = stored_model(ApprovalRequest, deferred.request_json, "a request", self.run_id)
         record.started_at = progress.started_at
         record.earlier_cost_micros = progress.cost_micros
-        self.resuming = (ApprovalRequest.model_validate_json(deferred.request_json), deferred)
-        return progress
+        self.resuming = (request, deferred)
+        return progress, ResumePoint(request, progress.cleared, decision)
 
-    def resolved(self, record: StepRecord, decision: Decision | None) -> None:
-        """The deferred call has run or been refused: ``record`` marks its approval done."""
+    def resolved(self, record: StepRecord) -> None:
+        """The deferred call has run or been refused: ``record`` marks its approval done.
+
+        The approval keeps what was decided on its act: the decision given, the
+        approver's, or the policy's verdict when that no longer asked.
+        """
         if self.resuming is None:
             return
         request, row = self.resuming
         self.resuming = None
-        if decision is None and row.decision_json is None:
-            # The policy stopped asking (it was replaced, or a remembered rule answers).
-            decision = Decision.approve(by="nobody: the policy no longer asked")
+        decided = self.gate.settled.get((request.call_id, request.act, request.target))
+        if decided is None:
+            decided = Decision.deny("not performed: the call stopped before this act", by="harness")
         record.resolves = ApprovalRow(
             id=request.id,
             run_id=self.run_id,
@@ -59,7 +83,7 @@ class Deferrals:
             status="done",
             request_json=row.request_json,
             progress_json=row.progress_json,
-            decision_json=decision.model_dump_json() if decision else row.decision_json,
+            decision_json=decided.model_dump_json(),
             created_at=row.created_at,
             decided_at=row.decided_at or time.time(),
         )
@@ -71,11 +95,25 @@ class Deferrals:
         progress: StepProgress,
         request: ApprovalRequest,
     ) -> RunOutcome:
-        """Store the interrupted step with ``request``; the run stops awaiting a decision."""
-        if self.resuming is not None and self.resuming[0].call_id == request.call_id:
-            # The same call deferred again keeps its id: one request, one decision.
-            request = request.model_copy(update={"id": self.resuming[0].id})
-            self.resuming = None
+        """Store the interrupted step with ``request``; the run stops awaiting a decision.
+
+        The same act deferred again keeps its request id (one request, one
+        decision); a later act of the same call is a new request, and the
+        earlier one is done.
+        """
+        if self.resuming is not None:
+            earlier = self.resuming[0]
+            same = (earlier.call_id, earlier.act, earlier.target, earlier.argv) == (
+                request.call_id,
+                request.act,
+                request.target,
+                request.argv,
+            )
+            if same:
+                request = request.model_copy(update={"id": earlier.id})
+                self.resuming = None
+            else:
+                self.resolved(record)
         record.defers = ApprovalRow(
             id=request.id,
             run_id=self.run_id,

@@ -30,7 +30,6 @@ from io_harness.observe import (
     Trigger,
     Verified,
 )
-from io_harness.policy._approval import Decision
 from io_harness.policy._gate import Gate, canonical_argv
 from io_harness.policy._rules import Effect
 from io_harness.pricing import PriceTable
@@ -43,7 +42,8 @@ from io_harness.store._records import (
     VerificationRow,
 )
 from io_harness.tools import Toolbox
-from io_harness.tools._base import Deferral, ToolOutcome
+from io_harness.tools._base import ToolOutcome
+from io_harness.tools._gated import Deferral, ResumePoint
 from io_harness.verify import VerificationResult
 
 __all__ = ["MAX_OUTPUT_TOKENS", "Engine"]
@@ -72,7 +72,8 @@ class Engine:
         gate: Gate,
     ) -> None:
         self.gate = gate
-        self.deferrals = Deferrals(stored.id)
+        self.deferrals = Deferrals(stored.id, gate)
+        self.finishing_deferred = False
         self.contract = contract
         self.provider = provider
         self.store = store
@@ -136,9 +137,12 @@ class Engine:
             record.policy_json, resumption.policy_json = resumption.policy_json, None
             events, pending = pending, []
             if deferred is not None:
-                progress = self.deferrals.start(record, deferred)
-                outcome = await self._act(record, events, progress, resumption.decision)
-                deferred = None
+                progress, resume_at = self.deferrals.start(record, deferred, resumption.decision)
+                # The step was begun within the budgets; its check gets its own timeout
+                # even when the decision came after the wall budget ran out.
+                self.finishing_deferred = True
+                outcome = await self._act(record, events, progress, resume_at)
+                self.finishing_deferred, deferred = False, None
             else:
                 outcome = self._budget_outcome()
                 if outcome is None:
@@ -220,11 +224,11 @@ class Engine:
         record: StepRecord,
         events: list[RunEvent],
         progress: StepProgress,
-        decision: Decision | None = None,
+        resume_at: ResumePoint | None = None,
     ) -> RunOutcome | None:
         """Run the answer's tool calls from where ``progress`` is, then check and close the step.
 
-        ``decision`` answers the first call's deferred act, on a resume.
+        ``resume_at`` continues the first call at its deferred act, on a resume.
         """
         step = record.step
         self.gate.step = step
@@ -235,19 +239,18 @@ class Engine:
             if progress.finish_reason == "length" and isinstance(call.arguments, str):
                 done = ToolOutcome(_CUT_OFF_CALL, is_error=True)
             else:
-                done = await self.toolbox.dispatch(
-                    call, gate=self.gate, decision=decision, cleared=progress.cleared
-                )
+                done = await self.toolbox.dispatch(call, gate=self.gate, resume_at=resume_at)
             if isinstance(done, Deferral):
                 progress.cleared = done.cleared
                 return self.deferrals.defer(record, events, progress, done.request)
-            self.deferrals.resolved(record, decision)
-            decision, progress.cleared = None, 0
+            self.deferrals.resolved(record)
+            resume_at, progress.cleared = None, 0
+            arguments = call.arguments if done.arguments is None else done.arguments
             progress.done.append(
                 DoneCall(
                     call_id=call.id,
                     name=call.name,
-                    arguments_json=json.dumps(call.arguments),
+                    arguments_json=json.dumps(arguments),
                     result=done.content,
                     is_error=done.is_error,
                     changed=done.changed,
@@ -259,13 +262,13 @@ class Engine:
                     step=step,
                     call_id=call.id,
                     name=call.name,
-                    arguments=call.arguments,
+                    arguments=arguments,
                     result=done.content,
                     is_error=done.is_error,
                     changed=done.changed,
                 )
             )
-        self.deferrals.resolved(record, decision)
+        self.deferrals.resolved(record)
         record.messages.append(progress.assistant)
         record.usage = progress.usage
         record.tool_calls = [d.row() for d in progress.done]
@@ -322,7 +325,7 @@ class Engine:
 
     async def _verify(self, record: StepRecord, events: list[RunEvent], trigger: Trigger) -> bool:
         deadline = None
-        if self.wall_end is not None:
+        if self.wall_end is not None and not self.finishing_deferred:
             deadline = time.monotonic() + (self.wall_end - time.time())
         self.check_pending = False
         started = time.monotonic()

@@ -78,6 +78,9 @@ class Gate:
     """The tool call being checked (``""``: the criterion)."""
     rows: list[PermissionRow] = field(default_factory=list)
     remembered_changed: bool = False
+    settled: dict[tuple[str, Act, str], Decision] = field(default_factory=dict)
+    """What was decided on each act of each call (by call id, act, target): the
+    approver's decision, or the policy's verdict as an approve or a deny."""
 
     def verdict(self, access: Access) -> Verdict:
         """The policy's verdict, with the remembered layer over it."""
@@ -101,6 +104,10 @@ class Gate:
         self.record(Access(Act.READ, target), verdict, "skipped", "policy")
         return False
 
+    def readable_quietly(self, target: str) -> bool:
+        """Whether ``target`` may be read without asking; no trace row (a preview's question)."""
+        return self.verdict(Access(Act.READ, target)).effect is Effect.ALLOW
+
     def check_outright(self, access: Access) -> Verdict:
         """The verdict for an act that cannot wait for a person (the criterion's commands)."""
         verdict = self.verdict(access)
@@ -119,11 +126,14 @@ class Gate:
         ``request`` builds what the approver is shown, from the verdict.
         """
         verdict = self.verdict(access)
+        key = (self.call_id, verdict.act, verdict.target)
         if verdict.effect is Effect.ALLOW:
             self.record(access, verdict, "allowed", _by(verdict))
+            self.settled[key] = Decision.approve(by=f"{_by(verdict)}: {verdict.describe()}")
             return Cleared(verdict)
         if verdict.effect is Effect.DENY:
             self.record(access, verdict, "refused", _by(verdict))
+            self.settled[key] = Decision.deny(verdict.describe(), by=_by(verdict))
             return Refused(f"refused by the policy: {verdict.describe()}")
         asked = request(verdict)
         if decision is None:
@@ -132,6 +142,7 @@ class Gate:
         if decision.kind == "defer":
             self.record(access, verdict, "deferred", by)
             return Deferred(asked)
+        self.settled[key] = decision.model_copy(update={"by": by})
         if decision.kind == "deny":
             self.record(access, verdict, "denied", by, decision.reason)
             reason = decision.reason or "no reason given"

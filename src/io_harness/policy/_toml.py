@@ -84,7 +84,9 @@ def _defaults(data: Any, where: str, key: str) -> dict[str, Effect]:
     return defaults
 
 
-def _add_layer(policy: Policy, name: str, data: Any, where: str, key: str) -> Policy:
+def _add_layer(policy: Policy, name: object, data: Any, where: str, key: str) -> Policy:
+    if not isinstance(name, str):
+        raise _error(where, key, "a layer's name must be a string")
     if not name:
         raise _error(where, key, "a layer needs a non-empty name")
     if name.startswith(BUILTIN_PREFIX):
@@ -122,8 +124,9 @@ def _error(where: str, key: str, message: str) -> ConfigError:
     return ConfigError(f"{where}: {key}: {message}" if where else f"{key}: {message}")
 
 
-def _join(key: str, name: str) -> str:
+def _join(key: str, name: object) -> str:
     # A name that is not a bare TOML key is shown quoted, as TOML would write it.
+    name = str(name)
     return f"{key}.{name}" if _BARE_KEY.fullmatch(name) else f"{key}.{json.dumps(name)}"
 
 

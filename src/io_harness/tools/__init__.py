@@ -5,9 +5,10 @@ becomes an error observation the model reads; :meth:`Toolbox.dispatch`
 never raises.
 """
 
-from io_harness.tools._base import Args, Tool, Toolbox, ToolFailure, ToolOutcome
+from io_harness.tools._base import Args, Tool, ToolFailure, ToolOutcome
 from io_harness.tools._files import workspace_tools
 from io_harness.tools._single import single_file_tools
+from io_harness.tools._toolbox import Toolbox
 from io_harness.tools._workspace import SKIPPED_DIRS, PathRefused, Workspace
 
 __all__ = [

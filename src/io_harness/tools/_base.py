@@ -1,25 +1,21 @@
-"""The tool seam: what a tool is, what it returns, and the box that dispatches calls."""
+"""The tool seam: what a tool is, what it returns, and how one call is validated and run."""
 
 from __future__ import annotations
 
 import abc
-import json
-import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from io_harness._validation import describe_validation
-from io_harness.errors import ConfigError
-from io_harness.messages import ToolCall, ToolSpec
-from io_harness.policy._approval import ApprovalRequest, Decision
-from io_harness.policy._gate import Access, Cleared, Deferred, Gate, Refused
-from io_harness.policy._rules import Act, Effect, Verdict
+from io_harness.messages import ToolSpec
+from io_harness.policy._gate import Access
+from io_harness.policy._rules import Act
 from io_harness.tools._workspace import PathRefused
 
-__all__ = ["Args", "Deferral", "Tool", "ToolFailure", "ToolOutcome", "Toolbox"]
+__all__ = ["Args", "Tool", "ToolFailure", "ToolOutcome", "invoke", "validated"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,18 +25,8 @@ class ToolOutcome:
     content: str
     is_error: bool = False
     changed: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Deferral:
-    """A call stopped at an act the approver will decide later.
-
-    ``cleared`` acts of the call were already allowed; the next resume starts
-    at the one ``request`` asks about.
-    """
-
-    request: ApprovalRequest
-    cleared: int
+    arguments: dict[str, Any] | None = None
+    """The arguments the call ran with, when an approver rewrote the model's."""
 
 
 class ToolFailure(Exception):
@@ -81,8 +67,12 @@ class Tool(abc.ABC, Generic[A]):
         """
         return (Access(Act.EXEC, self.name),)
 
-    def preview(self, args: A) -> str | None:
-        """What the call would change, shown to an approver (a write's diff)."""
+    def preview(self, args: A, *, show_current: bool = True) -> str | None:
+        """What the call would change, shown to an approver (a write's diff).
+
+        ``show_current`` is false when the policy does not let the agent read
+        the target: the preview must not show its current content then.
+        """
         return None
 
 
@@ -95,142 +85,10 @@ def _strip_titles(schema: Any) -> Any:
     return schema
 
 
-class Toolbox:
-    """The tools a run offers, by name. Dispatch never raises: every failure is an outcome."""
-
-    def __init__(self, tools: Iterable[Tool[Any]]) -> None:
-        self._tools: dict[str, Tool[Any]] = {}
-        for tool in tools:
-            if tool.name in self._tools:
-                raise ConfigError(f"two tools are named {tool.name!r}")
-            self._tools[tool.name] = tool
-        self.specs: tuple[ToolSpec, ...] = tuple(t.spec for t in self._tools.values())
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """The tool names, in the order the model is shown them."""
-        return tuple(self._tools)
-
-    def __getitem__(self, name: str) -> Tool[Any]:
-        return self._tools[name]
-
-    def _prepare(self, call: ToolCall) -> tuple[Tool[Any], Args] | ToolOutcome:
-        tool = self._tools.get(call.name)
-        if tool is None:
-            known = ", ".join(self._tools)
-            return ToolOutcome(f"unknown tool {call.name!r}; the tools are: {known}", True)
-        return _validated(tool, call.name, call.arguments)
-
-    async def dispatch(
-        self,
-        call: ToolCall,
-        *,
-        gate: Gate | None = None,
-        decision: Decision | None = None,
-        cleared: int = 0,
-    ) -> ToolOutcome | Deferral:
-        """Run one call and turn every way it can fail into an error observation.
-
-        With a ``gate``, every act of the call is checked first: a refusal is
-        an observation, an act the approver defers stops the call
-        (:class:`Deferral`). ``decision`` and ``cleared`` resume a deferred
-        call: the first ``cleared`` acts were allowed and ``decision`` answers
-        the next.
-        """
-        prepared = self._prepare(call)
-        if isinstance(prepared, ToolOutcome):
-            return prepared
-        tool, args = prepared
-        note = ""
-        if gate is not None:
-            gate.call_id = call.id
-            checked = await self._authorize(gate, call, tool, args, decision, cleared)
-            if not isinstance(checked, tuple):
-                return checked
-            args, note = checked
-        done = await _invoke(tool, args)
-        if note:
-            return ToolOutcome(f"{note}\n{done.content}", done.is_error, done.changed)
-        return done
-
-    async def _authorize(
-        self,
-        gate: Gate,
-        call: ToolCall,
-        tool: Tool[Any],
-        args: Args,
-        decision: Decision | None,
-        cleared: int,
-    ) -> tuple[Args, str] | ToolOutcome | Deferral:
-        try:
-            accesses = list(tool.accesses(args))
-        except PathRefused as exc:
-            return ToolOutcome(f"{call.name}: {exc}", True)
-        for index in range(cleared, len(accesses)):
-            access = accesses[index]
-
-            def request(verdict: Verdict, access: Access = access) -> ApprovalRequest:
-                return ApprovalRequest(
-                    id=secrets.token_hex(6),
-                    run_id=gate.run_id,
-                    step=gate.step,
-                    call_id=call.id,
-                    tool=call.name,
-                    arguments=dict(args.model_dump(mode="json")),
-                    act=access.act,
-                    target=verdict.target,
-                    argv=access.argv,
-                    diff=_preview(tool, args),
-                    verdict=verdict,
-                )
-
-            clearance = await gate.authorize(access, request, decision)
-            decision = None
-            if isinstance(clearance, Refused):
-                return ToolOutcome(f"{call.name}: {clearance.observation}", True)
-            if isinstance(clearance, Deferred):
-                return Deferral(clearance.request, index)
-            assert isinstance(clearance, Cleared)
-            if clearance.decision is not None and clearance.decision.modified is not None:
-                return self._rewritten(gate, call, tool, clearance.decision.modified)
-        return args, ""
-
-    @staticmethod
-    def _rewritten(
-        gate: Gate, call: ToolCall, tool: Tool[Any], modified: dict[str, Any]
-    ) -> tuple[Args, str] | ToolOutcome:
-        """An approver's rewrite of a call: validated, and every act checked again.
-
-        The approver wrote the new call, so an ask is taken as approved; a deny
-        still refuses it.
-        """
-        checked = _validated(tool, call.name, modified)
-        if isinstance(checked, ToolOutcome):
-            return ToolOutcome(
-                f"the approver's rewrite is not a valid call: {checked.content}", True
-            )
-        _, args = checked
-        try:
-            accesses = tool.accesses(args)
-        except PathRefused as exc:
-            return ToolOutcome(f"{call.name}: the approver's rewrite: {exc}", True)
-        for access in accesses:
-            verdict = gate.verdict(access)
-            if verdict.effect is Effect.DENY:
-                gate.record(access, verdict, "refused", "policy")
-                return ToolOutcome(
-                    f"{call.name}: the approver's rewrite is refused by the policy: "
-                    f"{verdict.describe()}",
-                    True,
-                )
-            gate.record(access, verdict, "approved", "approver's rewrite")
-        note = f"[the approver changed this call's arguments to {json.dumps(modified)}]"
-        return args, note
-
-
-def _validated(
+def validated(
     tool: Tool[Any], name: str, arguments: object
 ) -> tuple[Tool[Any], Args] | ToolOutcome:
+    """The call's arguments checked against the tool's model, or the error observation."""
     if not isinstance(arguments, Mapping):
         raw = str(arguments)
         shown = raw if len(raw) <= 500 else f"{raw[:500]}... [+{len(raw) - 500} chars]"
@@ -243,14 +101,8 @@ def _validated(
         )
 
 
-def _preview(tool: Tool[Any], args: Args) -> str | None:
-    try:
-        return tool.preview(args)
-    except Exception as exc:  # a preview that fails must not stop the approval
-        return f"(no preview: {type(exc).__name__}: {exc})"
-
-
-async def _invoke(tool: Tool[Any], args: Args) -> ToolOutcome:
+async def invoke(tool: Tool[Any], args: Args) -> ToolOutcome:
+    """Run a validated call; every exception becomes an error observation."""
     try:
         return await tool.invoke(args)
     except (ToolFailure, PathRefused) as exc:

@@ -93,8 +93,9 @@ class WriteFile(_InWorkspace[WriteFileArgs]):
     def accesses(self, args: WriteFileArgs) -> Sequence[Access]:
         return (self._on(Act.WRITE, args.path),)
 
-    def preview(self, args: WriteFileArgs) -> str:
-        return change_diff(self.workspace.resolve(args.path), args.path, args.content)
+    def preview(self, args: WriteFileArgs, *, show_current: bool = True) -> str:
+        path = self.workspace.resolve(args.path)
+        return change_diff(path, args.path, args.content, show_current=show_current)
 
     async def invoke(self, args: WriteFileArgs) -> ToolOutcome:
         return write_reported(self.workspace.resolve(args.path), args.content, args.path)
@@ -133,7 +134,12 @@ class EditFile(_InWorkspace[EditFileArgs]):
         line = text[:at].count("\n") + 1
         return path, text[:at] + args.replace + text[at + len(args.search) :], line
 
-    def preview(self, args: EditFileArgs) -> str:
+    def preview(self, args: EditFileArgs, *, show_current: bool = True) -> str:
+        if not show_current:
+            return (
+                f"(the current {args.path} is not shown: the policy does not let it be read)\n"
+                f"replace: {args.search!r}\nwith:    {args.replace!r}"
+            )
         try:
             path, edited, _ = self._edited(args)
         except ToolFailure as exc:

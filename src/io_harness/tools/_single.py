@@ -37,7 +37,7 @@ class _ReadTheFile(Tool[_ReadArgs]):
         self.path = path
 
     def accesses(self, args: _ReadArgs) -> Sequence[Access]:
-        return (Access(Act.READ, self.path.name),)
+        return (Access(Act.READ, canonical_name(self.path)),)
 
     async def invoke(self, args: _ReadArgs) -> ToolOutcome:
         if not self.path.exists():
@@ -54,13 +54,23 @@ class _WriteTheFile(Tool[_ContentArgs]):
         self.path = path
 
     def accesses(self, args: _ContentArgs) -> Sequence[Access]:
-        return (Access(Act.WRITE, self.path.name),)
+        return (Access(Act.WRITE, canonical_name(self.path)),)
 
-    def preview(self, args: _ContentArgs) -> str:
-        return change_diff(self.path, self.path.name, args.content)
+    def preview(self, args: _ContentArgs, *, show_current: bool = True) -> str:
+        return change_diff(self.path, self.path.name, args.content, show_current=show_current)
 
     async def invoke(self, args: _ContentArgs) -> ToolOutcome:
         return write_reported(self.path, args.content, self.path.name)
+
+
+def canonical_name(path: Path) -> str:
+    """The file as the policy sees it: where a symlink really leads, relative to the folder.
+
+    A link that leads out of the file's folder is named by its absolute real
+    path, so a glob on its name (``.env``, ``id_rsa``) still applies.
+    """
+    real, folder = path.resolve(), path.parent.resolve()
+    return real.relative_to(folder).as_posix() if real.is_relative_to(folder) else str(real)
 
 
 def single_file_tools(path: Path) -> list[Tool[Any]]:

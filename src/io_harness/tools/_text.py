@@ -207,8 +207,15 @@ def remove_partial_writes(files: Iterable[Path]) -> list[Path]:
     return removed
 
 
-def change_diff(path: Path, rel: str, new_text: str) -> str:
-    """The unified diff a write of ``new_text`` to ``path`` would make (what an approver sees)."""
+def change_diff(path: Path, rel: str, new_text: str, *, show_current: bool = True) -> str:
+    """The unified diff a write of ``new_text`` to ``path`` would make (what an approver sees).
+
+    Without ``show_current`` (the policy does not let the file be read), only
+    the new text is shown, so an approval request never copies hidden content.
+    """
+    if not show_current:
+        added = "".join(f"+{line}" for line in new_text.splitlines(keepends=True))
+        return f"(the current {rel} is not shown: the policy does not let it be read)\n{added}"
     try:
         old = path.read_text(encoding="utf-8") if path.is_file() else ""
     except (OSError, UnicodeDecodeError):

@@ -1,0 +1,71 @@
+"""The box of a run's tools: dispatch of each call, through the gate when there is one."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from io_harness.errors import ConfigError
+from io_harness.messages import ToolCall, ToolSpec
+from io_harness.policy._gate import Gate
+from io_harness.tools._base import Args, Tool, ToolOutcome, invoke, validated
+from io_harness.tools._gated import Authorized, Deferral, ResumePoint, authorize_call
+
+__all__ = ["Toolbox"]
+
+
+class Toolbox:
+    """The tools a run offers, by name. Dispatch never raises: every failure is an outcome."""
+
+    def __init__(self, tools: Iterable[Tool[Any]]) -> None:
+        self._tools: dict[str, Tool[Any]] = {}
+        for tool in tools:
+            if tool.name in self._tools:
+                raise ConfigError(f"two tools are named {tool.name!r}")
+            self._tools[tool.name] = tool
+        self.specs: tuple[ToolSpec, ...] = tuple(t.spec for t in self._tools.values())
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The tool names, in the order the model is shown them."""
+        return tuple(self._tools)
+
+    def __getitem__(self, name: str) -> Tool[Any]:
+        return self._tools[name]
+
+    def _prepare(self, call: ToolCall) -> tuple[Tool[Any], Args] | ToolOutcome:
+        tool = self._tools.get(call.name)
+        if tool is None:
+            known = ", ".join(self._tools)
+            return ToolOutcome(f"unknown tool {call.name!r}; the tools are: {known}", True)
+        return validated(tool, call.name, call.arguments)
+
+    async def dispatch(
+        self, call: ToolCall, *, gate: Gate | None = None, resume_at: ResumePoint | None = None
+    ) -> ToolOutcome | Deferral:
+        """Run one call and turn every way it can fail into an error observation.
+
+        With a ``gate``, every act of the call is checked first: a refusal is
+        an observation, an act the approver defers stops the call
+        (:class:`Deferral`). ``resume_at`` continues a deferred call at the
+        act it stopped at, with the decision given for it.
+        """
+        prepared = self._prepare(call)
+        if isinstance(prepared, ToolOutcome):
+            return prepared
+        tool, args = prepared
+        if gate is None:
+            return await invoke(tool, args)
+        gate.call_id = call.id
+        checked = await authorize_call(gate, call, tool, args, resume_at)
+        if not isinstance(checked, Authorized):
+            return checked
+        done = await invoke(tool, checked.args)
+        if checked.rewritten is None:
+            return done
+        note = f"[the approver changed this call's arguments to {json.dumps(checked.rewritten)}]"
+        return dataclasses.replace(
+            done, content=f"{note}\n{done.content}", arguments=checked.rewritten
+        )
