@@ -18,7 +18,7 @@ of ``Engine.drive``) to the end of its own commit, and splits into:
     context   the end of the previous commit to the provider call: budget
               checks, building the CompletionRequest (and the observer
               hand-off of the previous step, none here)
-    dispatch  Toolbox.dispatch (argument validation and the tool)
+    dispatch  Toolbox.dispatch (argument validation, the gate and the tool)
     verify    Engine._verify (the criterion, its row and event); only step S
     commit    store.commit_step (one transaction; with durability "full",
               an fsync of the WAL)
@@ -58,6 +58,7 @@ from io_harness import (
     Budget,
     CompletionRequest,
     CompletionResponse,
+    Policy,
     RunOutcome,
     RunResult,
     Store,
@@ -135,6 +136,7 @@ class _Active:
 
     probe: Probe | None = None
     runs: int = 0
+    policy: Policy | None = None
 
 
 _active_run = _Active()
@@ -271,7 +273,7 @@ def one_run(
             WorkspaceFileContains("notes.txt", "gamma"),
             budget=Budget(max_steps=steps),
         )
-        coroutine = run(contract, _provider(steps, probe), store=store)
+        coroutine = run(contract, _provider(steps, probe), store=store, policy=_active_run.policy)
         result = runner(coroutine)
     finally:
         _active_run.probe = None
@@ -436,6 +438,14 @@ def report(kind: str, rounds: list[Round], steps: int, work: Workdir, *, memory:
         )
 
 
+def layered_policy() -> Policy:
+    """A policy with rules to walk: each read is checked against 33 rules in four layers."""
+    policy = Policy.default()
+    for layer in ("org", "team", "task"):
+        policy = policy.layer(layer).deny_read(*(f"private{n}/*" for n in range(9)))
+    return policy.layer("reads").allow_read("notes.txt")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=50, help="steps per run, S (default 50)")
@@ -452,6 +462,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--profile", choices=STORES, default=None, help="also cProfile one run on this store"
     )
     parser.add_argument("--top", type=int, default=25, help="profile lines to print")
+    parser.add_argument(
+        "--policy",
+        choices=("permissive", "layered"),
+        default="permissive",
+        help="the run's policy: permissive (run's default) or layered (Policy.default() "
+        "and three layers of ten rules each, the read allowed by the last rule)",
+    )
     args = parser.parse_args(argv)
     kinds = [k.strip() for k in args.stores.split(",") if k.strip()]
     if not kinds or any(k not in STORES for k in kinds):
@@ -460,11 +477,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--steps must be at least 2 and --runs at least 1")
 
     _install_class_wrappers()
+    _active_run.policy = layered_policy() if args.policy == "layered" else None
     work = _workdir(args.dir)
     try:
         for line in machine_lines(work):
             print(line)
         late_from = max(1, args.steps - WINDOW)
+        print(f"policy: {args.policy}")
         print(
             f"S={args.steps} steps per run ({args.steps - 1} read_file steps, then a final "
             f"reply checked by the criterion); {args.runs} rounds after {args.warmup} warm-up"

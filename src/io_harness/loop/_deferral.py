@@ -73,7 +73,7 @@ class Deferrals:
             return
         request, row = self.resuming
         self.resuming = None
-        decided = self.gate.settled.get((request.call_id, request.act, request.target))
+        decided = self.gate.decision_on(request.call_id, request.act, request.target)
         if decided is None:
             decided = Decision.deny("not performed: the call stopped before this act", by="harness")
         record.resolves = ApprovalRow(

@@ -78,9 +78,9 @@ class Gate:
     """The tool call being checked (``""``: the criterion)."""
     rows: list[PermissionRow] = field(default_factory=list)
     remembered_changed: bool = False
-    settled: dict[tuple[str, Act, str], Decision] = field(default_factory=dict)
-    """What was decided on each act of each call (by call id, act, target): the
-    approver's decision, or the policy's verdict as an approve or a deny."""
+    settled: dict[tuple[str, Act, str], Decision | Verdict] = field(default_factory=dict)
+    """What decided each act of each call (by call id, act, target): the
+    approver's decision, or the policy's verdict (see :meth:`decision_on`)."""
 
     def verdict(self, access: Access) -> Verdict:
         """The policy's verdict, with the remembered layer over it."""
@@ -129,11 +129,11 @@ class Gate:
         key = (self.call_id, verdict.act, verdict.target)
         if verdict.effect is Effect.ALLOW:
             self.record(access, verdict, "allowed", _by(verdict))
-            self.settled[key] = Decision.approve(by=f"{_by(verdict)}: {verdict.describe()}")
+            self.settled[key] = verdict
             return Cleared(verdict)
         if verdict.effect is Effect.DENY:
             self.record(access, verdict, "refused", _by(verdict))
-            self.settled[key] = Decision.deny(verdict.describe(), by=_by(verdict))
+            self.settled[key] = verdict
             return Refused(f"refused by the policy: {verdict.describe()}")
         asked = request(verdict)
         if decision is None:
@@ -187,9 +187,23 @@ class Gate:
             )
         )
 
+    def decision_on(self, call_id: str, act: Act, target: str) -> Decision | None:
+        """What decided one act of a call, as a decision; ``None`` if it was not reached.
+
+        A verdict of the policy reads as an approve (allowed) or a deny
+        (refused), naming the rule.
+        """
+        settled = self.settled.get((call_id, act, target))
+        if settled is None or isinstance(settled, Decision):
+            return settled
+        if settled.effect is Effect.ALLOW:
+            return Decision.approve(by=f"{_by(settled)}: {settled.describe()}")
+        return Decision.deny(settled.describe(), by=_by(settled))
+
     def take_rows(self) -> list[PermissionRow]:
         """The rows recorded since the last call, handed over."""
         rows, self.rows = self.rows, []
+        self.settled.clear()
         return rows
 
     def remembered_json(self) -> str:
