@@ -1,11 +1,16 @@
 """A child process for the deferral test: start a run that defers, or resume it with a decision.
 
-Usage: approval_worker.py DB ROOT start|approve|approve-again
+Usage: approval_worker.py DB ROOT start|approve|approve-again|approve-and-die|resume
+
+``approve-and-die`` approves, performs the act, and SIGKILLs itself before the
+step's commit; ``resume`` then continues without a decision.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -48,12 +53,16 @@ def main() -> None:
             contract, provider, store=store, run_id="deferred", policy=Policy.default()
         )
     else:
+        if phase == "approve-and-die":
+
+            def die(*_: object) -> None:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+            store.commit_step = die  # type: ignore[method-assign]
+        decision = None if phase == "resume" else Decision.approve(by="test operator")
         try:
             result = resume_sync(
-                "deferred",
-                ScriptedProvider([reply("done")]),
-                store=store,
-                decision=Decision.approve(by="test operator"),
+                "deferred", ScriptedProvider([reply("done")]), store=store, decision=decision
             )
         except ConfigError:
             print(json.dumps({"error": "ConfigError"}))

@@ -460,6 +460,39 @@ def test_a_deferred_action_survives_the_process_and_happens_exactly_once(
         assert [c["name"] for c in trace.tool_calls] == ["read_file", "edit_file"]
 
 
+def test_an_approved_act_cut_short_by_a_crash_is_not_performed_twice(
+    repo: Path, tmp_path: Path
+) -> None:
+    db = str(tmp_path / "runs.db")
+    assert worker(db, str(repo), "start")["outcome"] == "awaiting_approval"
+
+    died = subprocess.run(
+        [sys.executable, str(WORKER), db, str(repo), "approve-and-die"],
+        capture_output=True,
+        check=False,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)},
+    )
+    assert died.returncode == -9
+    assert (repo / "src" / "app.py").read_text() == "n = 1 + 1  # DONE\n"
+    with Store.open(db) as store:
+        (row,) = store.approvals("deferred")
+        assert row.status == "performing"
+
+    after = worker(db, str(repo), "resume")
+
+    assert after["outcome"] == "success"
+    assert (repo / "src" / "app.py").read_text() == "n = 1 + 1  # DONE\n"  # once, not twice
+    with Store.open(db) as store:
+        trace = store.trace("deferred")
+        (approval,) = trace.approvals
+        assert approval["status"] == "done"
+        assert json.loads(approval["decision"])["by"] == "test operator"
+        edit = next(c for c in trace.tool_calls if c["name"] == "edit_file")
+        assert "was being performed when the harness stopped" in edit["result"]
+        assert "it was not repeated" in edit["result"]
+
+
 # -- the stdin approver --------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TypeVar
 
 from pydantic import BaseModel
@@ -13,6 +14,7 @@ from io_harness.loop._progress import StepProgress
 from io_harness.observe import AwaitingApproval, RunEvent
 from io_harness.policy._approval import ApprovalRequest, Decision
 from io_harness.policy._gate import Gate
+from io_harness.store import Store
 from io_harness.store._records import ApprovalRow, StepRecord
 from io_harness.tools._gated import ResumePoint
 
@@ -51,6 +53,7 @@ class Deferrals:
         self.gate = gate
         self.resuming: tuple[ApprovalRequest, ApprovalRow] | None = None
         self.awaiting: ApprovalRequest | None = None
+        self.interrupted = False
 
     def start(
         self, record: StepRecord, deferred: ApprovalRow, decision: Decision | None
@@ -61,7 +64,18 @@ class Deferrals:
         record.started_at = progress.started_at
         record.earlier_cost_micros = progress.cost_micros
         self.resuming = (request, deferred)
-        return progress, ResumePoint(request, progress.cleared, decision)
+        self.interrupted = deferred.status == "performing"
+        return progress, ResumePoint(request, progress.cleared, decision, self.interrupted)
+
+    def mark_performing(self, store: Store, request: ApprovalRequest) -> Callable[[], None]:
+        """What runs just before the approved act: its mark, committed on its own."""
+
+        def mark() -> None:
+            decided = self.gate.decision_on(request.call_id, request.act, request.target)
+            decision = decided or Decision.approve(by="nobody: the policy no longer asked")
+            store.mark_performing(request.id, decision.model_dump_json(), time.time())
+
+        return mark
 
     def resolved(self, record: StepRecord) -> None:
         """The deferred call has run or been refused: ``record`` marks its approval done.
@@ -74,6 +88,8 @@ class Deferrals:
         request, row = self.resuming
         self.resuming = None
         decided = self.gate.decision_on(request.call_id, request.act, request.target)
+        if self.interrupted and row.decision_json is not None:
+            decided = stored_model(Decision, row.decision_json, "a decision", self.run_id)
         if decided is None:
             decided = Decision.deny("not performed: the call stopped before this act", by="harness")
         record.resolves = ApprovalRow(

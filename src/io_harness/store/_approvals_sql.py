@@ -14,6 +14,7 @@ __all__ = [
     "check_writer_may_commit",
     "decide",
     "insert_permissions",
+    "mark_performing",
     "write_approvals",
 ]
 
@@ -22,7 +23,8 @@ APPROVAL_COLUMNS = (
     "decided_at",
 )  # fmt: skip
 
-_OPEN = ("pending", "decided")
+OPEN_STATUSES = ("pending", "decided", "performing")
+"""An approval in one of these is not done: the run awaits it or is performing it."""
 
 
 def approval_from_row(row: Sequence[object]) -> ApprovalRow:
@@ -48,7 +50,8 @@ def check_writer_may_commit(
     open_id = None
     if status == "awaiting":
         row = db.execute(
-            "SELECT id FROM approvals WHERE run_id = ? AND status IN (?, ?)", (run_id, *_OPEN)
+            "SELECT id FROM approvals WHERE run_id = ? AND status IN (?, ?, ?)",
+            (run_id, *OPEN_STATUSES),
         ).fetchone()
         open_id = row[0] if row else None
     touches = {r.id for r in (record.resolves, record.defers) if r is not None}
@@ -118,5 +121,18 @@ def decide(db: sqlite3.Connection, request_id: str, decision_json: str, at: floa
         )
     db.execute(
         "UPDATE approvals SET status = 'decided', decision = ?, decided_at = ? WHERE id = ?",
+        (decision_json, at, request_id),
+    )
+
+
+def mark_performing(db: sqlite3.Connection, request_id: str, decision_json: str, at: float) -> None:
+    """Record that an approved act is about to be performed, with the decision that approved it.
+
+    A process that dies before the step's commit leaves this mark; the next
+    resume then does not perform the act a second time.
+    """
+    db.execute(
+        "UPDATE approvals SET status = 'performing', decision = ?,"
+        " decided_at = coalesce(decided_at, ?) WHERE id = ? AND status IN ('pending', 'decided')",
         (decision_json, at, request_id),
     )

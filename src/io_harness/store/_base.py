@@ -102,6 +102,14 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
+    def mark_performing(self, request_id: str, decision_json: str, at: float) -> None:
+        """Record, in its own transaction, that an approved deferred act is being performed.
+
+        The step that performs it marks it done; a resume that finds the mark
+        left by a process that died in between does not perform it again.
+        """
+
+    @abc.abstractmethod
     def approvals(self, run_id: str | None = None) -> list[ApprovalRow]:
         """Deferred actions not yet performed (of one run, or of all), oldest first."""
 

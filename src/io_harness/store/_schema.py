@@ -148,7 +148,7 @@ CREATE TABLE approvals (
     id         TEXT PRIMARY KEY,                 -- the request id
     run_id     TEXT NOT NULL REFERENCES runs (id),
     step       INTEGER NOT NULL,
-    status     TEXT NOT NULL,                    -- pending | decided | done
+    status     TEXT NOT NULL,                    -- pending | decided | performing | done
     request    TEXT NOT NULL,                    -- ApprovalRequest JSON
     progress   TEXT NOT NULL,                    -- the step so far, JSON
     decision   TEXT,                             -- Decision JSON once decided

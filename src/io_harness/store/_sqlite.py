@@ -18,6 +18,7 @@ from io_harness.store._approvals_sql import (
     check_writer_may_commit,
     decide,
     insert_permissions,
+    mark_performing,
     write_approvals,
 )
 from io_harness.store._base import Store, Trace
@@ -251,8 +252,12 @@ class SqliteStore(Store):
         with self._transaction() as db:
             decide(db, request_id, decision_json, at)
 
+    def mark_performing(self, request_id: str, decision_json: str, at: float) -> None:
+        with self._transaction() as db:
+            mark_performing(db, request_id, decision_json, at)
+
     def approvals(self, run_id: str | None = None) -> list[ApprovalRow]:
-        where = "status IN ('pending', 'decided')"
+        where = "status IN ('pending', 'decided', 'performing')"
         params: tuple[Any, ...] = ()
         if run_id is not None:
             where, params = f"{where} AND run_id = ?", (run_id,)

@@ -39,6 +39,8 @@ class ResumePoint:
     request: ApprovalRequest
     cleared: int
     decision: Decision | None
+    interrupted: bool = False
+    """A process died while performing the approved act: it is not performed again."""
 
 
 @dataclass(frozen=True, slots=True)

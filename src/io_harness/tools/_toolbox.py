@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from io_harness.errors import ConfigError
@@ -43,14 +43,20 @@ class Toolbox:
         return validated(tool, call.name, call.arguments)
 
     async def dispatch(
-        self, call: ToolCall, *, gate: Gate | None = None, resume_at: ResumePoint | None = None
+        self,
+        call: ToolCall,
+        *,
+        gate: Gate | None = None,
+        resume_at: ResumePoint | None = None,
+        before_invoke: Callable[[], None] | None = None,
     ) -> ToolOutcome | Deferral:
         """Run one call and turn every way it can fail into an error observation.
 
         With a ``gate``, every act of the call is checked first: a refusal is
         an observation, an act the approver defers stops the call
         (:class:`Deferral`). ``resume_at`` continues a deferred call at the
-        act it stopped at, with the decision given for it.
+        act it stopped at, with the decision given for it; ``before_invoke``
+        runs once every act is cleared, just before the tool.
         """
         prepared = self._prepare(call)
         if isinstance(prepared, ToolOutcome):
@@ -62,6 +68,8 @@ class Toolbox:
         checked = await authorize_call(gate, call, tool, args, resume_at)
         if not isinstance(checked, Authorized):
             return checked
+        if before_invoke is not None:
+            before_invoke()
         done = await invoke(tool, checked.args)
         if checked.rewritten is None:
             return done
