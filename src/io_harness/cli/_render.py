@@ -68,7 +68,7 @@ def render_runs(runs: list[RunSummary]) -> RenderableType:
         return Text("no runs in this store yet")
     table = Table(show_edge=False, header_style="bold", box=None)
     table.add_column("run", no_wrap=True, min_width=22)
-    table.add_column("status", no_wrap=True, min_width=7)
+    table.add_column("status", no_wrap=True, min_width=8)
     table.add_column("steps", no_wrap=True, justify="right", min_width=5)
     table.add_column("tokens", no_wrap=True, justify="right", min_width=7)
     table.add_column("spend", no_wrap=True, justify="right", min_width=8)
