@@ -41,6 +41,7 @@ from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, HarnessError
 from io_harness.loop import RunOutcome, RunResult, resume, run
 from io_harness.policy import Approver, Policy
+from io_harness.pricing import PriceTable
 from io_harness.providers import SPEC_FORMS, Provider, Replay
 from io_harness.providers._spec import provider_from_specs
 from io_harness.store import SqliteStore, Store
@@ -244,8 +245,15 @@ def _cmd_resume(args: argparse.Namespace, console: Console) -> int:
                 f"run {args.run_id!r} was not started by `ioh run`, so its provider is not "
                 "stored; give --provider SPEC"
             )
+        prices = prices_for(args, store.load_run(args.run_id).labels)
         return _resume(
-            args, console, store, provider, policy=policy, replace_policy=args.replace_policy
+            args,
+            console,
+            store,
+            provider,
+            prices,
+            policy=policy,
+            replace_policy=args.replace_policy,
         )
 
 
@@ -254,11 +262,11 @@ def _resume(
     console: Console,
     store: Store,
     provider: Provider,
+    prices: PriceTable | None,
     *,
     policy: Policy | None = None,
     replace_policy: bool = False,
 ) -> int:
-    prices = prices_for(args, store.load_run(args.run_id).labels)
     approver = approver_for(args.approver_choice)
     result = _drive(
         console,
@@ -288,6 +296,10 @@ def _cmd_pending(args: argparse.Namespace, console: Console) -> int:
 
 def _cmd_decide(args: argparse.Namespace, console: Console) -> int:
     with _existing_store(args.store) as store:
+        # What the resume needs is built first, so a bad spec or a missing key is
+        # said before any decision is stored.
+        provider = None if args.no_resume else stored_provider(args, store)
+        prices = prices_for(args, store.load_run(args.run_id).labels)
         request, decision = decide_pending(
             store,
             args.run_id,
@@ -298,7 +310,6 @@ def _cmd_decide(args: argparse.Namespace, console: Console) -> int:
         )
         verb = "approved" if decision.kind == "approve" else "denied"
         console.print(f"{verb}: {escape(request.describe())} (request {escape(request.id)})")
-        provider = None if args.no_resume else stored_provider(args, store)
         if provider is None:
             how = "" if args.no_resume else " --provider SPEC"
             console.print(
@@ -306,7 +317,7 @@ def _cmd_decide(args: argparse.Namespace, console: Console) -> int:
                 f"{how}{escape(_store_hint(args))}"
             )
             return 0
-        return _resume(args, console, store, provider)
+        return _resume(args, console, store, provider, prices)
 
 
 def _cmd_policy_explain(args: argparse.Namespace, console: Console) -> int:

@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from io_harness.errors import ConfigError
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
 from io_harness.providers._spec import provider_from_specs
@@ -44,8 +45,8 @@ def prices_for(
 def launch_labels(args: argparse.Namespace) -> dict[str, str]:
     """What ``ioh`` stores with a run so resume, approve and deny can do without flags."""
     specs = [
-        f"replay:{Path(spec[7:]).absolute()}" if spec.startswith("replay:") else spec
-        for spec in args.provider or ()
+        f"replay:{Path(spec[7:].strip()).absolute()}" if spec.startswith("replay:") else spec
+        for spec in (given.strip() for given in args.provider or ())
     ]
     labels = {PROVIDER_LABEL: json.dumps(specs)} if specs else {}
     if args.prices:
@@ -58,7 +59,18 @@ def stored_provider(args: argparse.Namespace, store: Store) -> Provider | None:
     if args.provider:
         return provider_from_specs(args.provider)
     stored = store.load_run(args.run_id).labels.get(PROVIDER_LABEL)
-    return provider_from_specs(json.loads(stored)) if stored else None
+    if stored is None:
+        return None
+    try:
+        specs = json.loads(stored)
+    except json.JSONDecodeError:
+        specs = None
+    if not isinstance(specs, list) or not specs or not all(isinstance(s, str) for s in specs):
+        raise ConfigError(
+            f"run {args.run_id!r} has a label {PROVIDER_LABEL!r} that is not a JSON list of "
+            f"provider specs ({stored!r}); give --provider SPEC"
+        )
+    return provider_from_specs(specs)
 
 
 def replay_label(cassette: Path) -> dict[str, str]:

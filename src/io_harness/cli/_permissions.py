@@ -161,7 +161,10 @@ def render_pending(rows: list[ApprovalRow]) -> RenderableType:
             if verdict.rule is not None
             else f"the default for {request.act.value}"
         )
-        state = " (decided; resume performs it)" if row.status == "decided" else ""
+        state = {
+            "decided": " (decided; resume performs it)",
+            "performing": " (was being performed when the run stopped; resume reports it)",
+        }.get(row.status, "")
         parts.append(
             Text.from_markup(
                 f"[bold]{escape(row.run_id)}[/] step {row.step}: "

@@ -81,6 +81,16 @@ def _checked_labels(labels: Mapping[str, str] | None) -> dict[str, str]:
     return dict(labels)
 
 
+def _check_options(store: object, run_id: object, policy: object) -> None:
+    """Arguments of the wrong type are ConfigErrors, not failures deep in the run."""
+    if store is not None and not isinstance(store, Store):
+        raise ConfigError(f"store must be a Store, not {type(store).__name__}")
+    if run_id is not None and (not isinstance(run_id, str) or not run_id):
+        raise ConfigError(f"run_id must be a non-empty string, not {run_id!r}")
+    if policy is not None and not isinstance(policy, Policy):
+        raise ConfigError(f"policy must be a Policy, not {type(policy).__name__}")
+
+
 def _check_approver(approver: object) -> None:
     if approver is not None and not isinstance(approver, Approver):
         raise ConfigError(
@@ -151,12 +161,11 @@ async def run(
     """
     _check_provider(provider)
     _check_approver(approver)
+    _check_options(store, run_id, policy)
     contract.check()
     _check_prices(contract, provider, prices)
     labels = _checked_labels(labels)
     policy = policy if policy is not None else Policy.permissive()
-    if not isinstance(policy, Policy):
-        raise ConfigError(f"policy must be a Policy, not {type(policy).__name__}")
     store = store if store is not None else Store.memory()
     run_id = run_id or new_run_id()
     gate = Gate(policy, approver, goal=contract.goal, run_id=run_id)
@@ -230,6 +239,9 @@ async def resume(
     """
     _check_provider(provider)
     _check_approver(approver)
+    _check_options(store, run_id, policy)
+    if store is None:
+        raise ConfigError("resume needs the store the run is in")
     if decision is not None and not isinstance(decision, Decision):
         raise ConfigError(f"decision must be a Decision, not {type(decision).__name__}")
     with store.lease(run_id):
@@ -310,6 +322,11 @@ def _decision_for(stored: StoredRun, gate: Gate, decision: Decision | None) -> D
             raise ConfigError(
                 f"the action run {stored.id!r} awaits was already decided "
                 f"({pending.decision_json}); resume without a decision to perform it"
+            )
+        if pending.status == "performing":
+            raise ConfigError(
+                f"run {stored.id!r} was performing its approved action when it stopped; "
+                "it takes no decision (resume without one reports what is known)"
             )
         return decision if decision.by else decision.model_copy(update={"by": "resume()"})
     if pending.decision_json is not None:

@@ -13,9 +13,10 @@ from io_harness.loop._outcome import RunOutcome
 from io_harness.loop._progress import StepProgress
 from io_harness.observe import AwaitingApproval, RunEvent
 from io_harness.policy._approval import ApprovalRequest, Decision
-from io_harness.policy._gate import Gate
+from io_harness.policy._gate import Access, Gate
 from io_harness.store import Store
 from io_harness.store._records import ApprovalRow, StepRecord
+from io_harness.tools._base import ToolOutcome
 from io_harness.tools._gated import ResumePoint
 
 __all__ = ["Deferrals", "Resumption", "stored_model"]
@@ -65,17 +66,49 @@ class Deferrals:
         record.earlier_cost_micros = progress.cost_micros
         self.resuming = (request, deferred)
         self.interrupted = deferred.status == "performing"
-        return progress, ResumePoint(request, progress.cleared, decision, self.interrupted)
+        cleared = tuple((act, target) for act, target in progress.cleared)
+        return progress, ResumePoint(request, cleared, decision, self.interrupted)
 
     def mark_performing(self, store: Store, request: ApprovalRequest) -> Callable[[], None]:
         """What runs just before the approved act: its mark, committed on its own."""
 
+        assert self.resuming is not None
+        loaded = self.resuming[1]
+
         def mark() -> None:
             decided = self.gate.decision_on(request.call_id, request.act, request.target)
             decision = decided or Decision.approve(by="nobody: the policy no longer asked")
-            store.mark_performing(request.id, decision.model_dump_json(), time.time())
+            store.mark_performing(loaded, decision.model_dump_json(), time.time())
 
         return mark
+
+    def interrupted_outcome(self, tool: str) -> ToolOutcome:
+        """The deferred act a crashed process was performing: reported, not repeated.
+
+        Its approval is a trace row again (the crashed step's rows were lost
+        with it), and the rules the decision remembered are remembered.
+        """
+        assert self.resuming is not None
+        request, row = self.resuming
+        decision = stored_model(Decision, row.decision_json, "a decision", self.run_id)
+        access = Access(request.act, request.target, request.argv)
+        self.gate.call_id = request.call_id
+        self.gate.record(
+            access,
+            request.verdict,
+            "approved",
+            decision.by or "resume()",
+            "not repeated: the act was being performed when the harness stopped",
+        )
+        if decision.remember:
+            self.gate.remembered.extend(decision.remember)
+            self.gate.remembered_changed = True
+        return ToolOutcome(
+            f"{tool}: the approved {request.describe()} was being performed when the harness "
+            "stopped, so whether it took effect is not known; it was not repeated. Check its "
+            "result (read the file, for example) before doing it again.",
+            is_error=True,
+        )
 
     def resolved(self, record: StepRecord) -> None:
         """The deferred call has run or been refused: ``record`` marks its approval done.

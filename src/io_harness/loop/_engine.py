@@ -30,7 +30,6 @@ from io_harness.observe import (
     Trigger,
     Verified,
 )
-from io_harness.policy._approval import ApprovalRequest
 from io_harness.policy._gate import Gate, canonical_argv
 from io_harness.policy._rules import Effect
 from io_harness.pricing import PriceTable
@@ -240,7 +239,7 @@ class Engine:
             if progress.finish_reason == "length" and isinstance(call.arguments, str):
                 done = ToolOutcome(_CUT_OFF_CALL, is_error=True)
             elif resume_at is not None and resume_at.interrupted:
-                done = ToolOutcome(_interrupted(call.name, resume_at.request), is_error=True)
+                done = self.deferrals.interrupted_outcome(call.name)
             else:
                 mark = None
                 if resume_at is not None:
@@ -249,10 +248,10 @@ class Engine:
                     call, gate=self.gate, resume_at=resume_at, before_invoke=mark
                 )
             if isinstance(done, Deferral):
-                progress.cleared = done.cleared
+                progress.cleared = list(done.cleared)
                 return self.deferrals.defer(record, events, progress, done.request)
             self.deferrals.resolved(record)
-            resume_at, progress.cleared = None, 0
+            resume_at, progress.cleared = None, []
             arguments = call.arguments if done.arguments is None else done.arguments
             progress.done.append(
                 DoneCall(
@@ -403,14 +402,6 @@ class Engine:
 
     async def _emit(self, events: Sequence[RunEvent]) -> None:
         await emit(self.observer, events)
-
-
-def _interrupted(tool: str, request: ApprovalRequest) -> str:
-    return (
-        f"{tool}: the approved {request.describe()} was being performed when the harness "
-        "stopped, so whether it took effect is not known; it was not repeated. Check its "
-        "result (read the file, for example) before doing it again."
-    )
 
 
 _NO_LATE_CHECK = (None, RunOutcome.SUCCESS, RunOutcome.AWAITING_APPROVAL)

@@ -41,8 +41,9 @@ class DoneCall(BaseModel):
 class StepProgress(BaseModel):
     """The model's answer for a step and the calls of it done so far.
 
-    ``cleared`` counts the acts of the next call that were already allowed
-    before an approver deferred the one after them.
+    ``cleared`` lists the acts of the next call that were already allowed
+    before an approver deferred the one after them; a resume re-checks each,
+    and asks again about one whose target has changed.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -55,4 +56,5 @@ class StepProgress(BaseModel):
     unpriced: bool
     started_at: float
     done: list[DoneCall] = []
-    cleared: int = 0
+    cleared: list[tuple[str, str]] = []
+    """The acts (act, canonical target) of the next call allowed before the deferral."""

@@ -127,6 +127,9 @@ class Gate:
         """
         verdict = self.verdict(access)
         key = (self.call_id, verdict.act, verdict.target)
+        if decision is not None and decision.kind == "deny" and verdict.effect is not Effect.DENY:
+            # A person's deny stands even where a policy replaced since would allow.
+            return self._denied(access, verdict, decision, request(verdict))
         if verdict.effect is Effect.ALLOW:
             self.record(access, verdict, "allowed", _by(verdict))
             self.settled[key] = verdict
@@ -142,16 +145,26 @@ class Gate:
         if decision.kind == "defer":
             self.record(access, verdict, "deferred", by)
             return Deferred(asked)
-        self.settled[key] = decision.model_copy(update={"by": by})
         if decision.kind == "deny":
-            self.record(access, verdict, "denied", by, decision.reason)
-            reason = decision.reason or "no reason given"
-            return Refused(f"the approver denied {asked.describe()}: {reason}")
+            return self._denied(access, verdict, decision, asked)
+        self.settled[key] = decision.model_copy(update={"by": by})
         self.record(access, verdict, "approved", by)
         if decision.remember:
             self.remembered.extend(decision.remember)
             self.remembered_changed = True
         return Cleared(verdict, decision)
+
+    def _denied(
+        self, access: Access, verdict: Verdict, decision: Decision, asked: ApprovalRequest
+    ) -> Refused:
+        by = decision.by or (type(self.approver).__name__ if self.approver else "nobody")
+        self.settled[(self.call_id, verdict.act, verdict.target)] = decision.model_copy(
+            update={"by": by}
+        )
+        self.record(access, verdict, "denied", by, decision.reason)
+        return Refused(
+            f"the approver denied {asked.describe()}: {decision.reason or 'no reason given'}"
+        )
 
     async def _ask(self, request: ApprovalRequest, verdict: Verdict) -> Decision:
         if self.approver is None:
@@ -194,6 +207,10 @@ class Gate:
         (refused), naming the rule.
         """
         settled = self.settled.get((call_id, act, target))
+        if settled is None:  # the act's target changed since it was asked about
+            settled = next(
+                (v for (c, a, _), v in self.settled.items() if c == call_id and a is act), None
+            )
         if settled is None or isinstance(settled, Decision):
             return settled
         if settled.effect is Effect.ALLOW:

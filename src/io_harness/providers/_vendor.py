@@ -80,17 +80,30 @@ def parse_arguments(raw: str) -> dict[str, object] | str:
     """A tool call's arguments: the JSON object, ``{}`` for nothing, else the raw text.
 
     Raw text reaches the loop as it came, and the model is told its call was
-    not a JSON object instead of the tool running.
+    not a JSON object instead of the tool running. Text that is not valid
+    Unicode (a lone surrogate, which JSON escapes can spell) is raw text with
+    the bad characters escaped, so nothing downstream fails to store it.
     """
+    if not _encodable(raw):
+        return raw.encode("utf-8", "backslashreplace").decode("utf-8")
     if not raw.strip():
         return {}
     try:
         parsed: object = json.loads(raw)
     except (ValueError, RecursionError):
         return raw
-    if isinstance(parsed, dict):
-        return {str(key): value for key, value in parsed.items()}
-    return raw
+    if not isinstance(parsed, dict):
+        return raw
+    arguments = {str(key): value for key, value in parsed.items()}
+    return arguments if _encodable(json.dumps(arguments, ensure_ascii=False)) else raw
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 async def final_answer(

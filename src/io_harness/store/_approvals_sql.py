@@ -117,7 +117,10 @@ def decide(db: sqlite3.Connection, request_id: str, decision_json: str, at: floa
     if status != "pending":
         raise ConfigError(
             f"the action {request_id!r} was already decided ({decision}); "
-            + ("resume the run to perform it" if status == "decided" else "it has been performed")
+            + {
+                "decided": "resume the run to perform it",
+                "performing": "it was being performed when the run stopped; resume reports it",
+            }.get(status, "it has been performed")
         )
     db.execute(
         "UPDATE approvals SET status = 'decided', decision = ?, decided_at = ? WHERE id = ?",
@@ -125,14 +128,23 @@ def decide(db: sqlite3.Connection, request_id: str, decision_json: str, at: floa
     )
 
 
-def mark_performing(db: sqlite3.Connection, request_id: str, decision_json: str, at: float) -> None:
+def mark_performing(
+    db: sqlite3.Connection, loaded: ApprovalRow, decision_json: str, at: float
+) -> None:
     """Record that an approved act is about to be performed, with the decision that approved it.
 
     A process that dies before the step's commit leaves this mark; the next
-    resume then does not perform the act a second time.
+    resume then does not perform the act a second time. The row must still
+    be as the resume loaded it: a decision stored meanwhile (by another
+    process) stops the act with a StorageError.
     """
-    db.execute(
+    changed = db.execute(
         "UPDATE approvals SET status = 'performing', decision = ?,"
-        " decided_at = coalesce(decided_at, ?) WHERE id = ? AND status IN ('pending', 'decided')",
-        (decision_json, at, request_id),
-    )
+        " decided_at = coalesce(decided_at, ?) WHERE id = ? AND status = ? AND decision IS ?",
+        (decision_json, at, loaded.id, loaded.status, loaded.decision_json),
+    ).rowcount
+    if changed != 1:
+        raise StorageError(
+            f"the decision on request {loaded.id} changed while this resume ran (it was "
+            "decided elsewhere); nothing was performed. Resume again to take that decision"
+        )

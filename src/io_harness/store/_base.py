@@ -102,11 +102,13 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
-    def mark_performing(self, request_id: str, decision_json: str, at: float) -> None:
+    def mark_performing(self, loaded: ApprovalRow, decision_json: str, at: float) -> None:
         """Record, in its own transaction, that an approved deferred act is being performed.
 
         The step that performs it marks it done; a resume that finds the mark
         left by a process that died in between does not perform it again.
+        ``loaded`` is the row as the resume read it: if it has changed since
+        (a decision stored elsewhere), this is a StorageError.
         """
 
     @abc.abstractmethod

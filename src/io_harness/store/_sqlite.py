@@ -69,7 +69,9 @@ class SqliteStore(Store):
         self.durability = durability
         self._lock = threading.Lock()
         self._leases: FileLeases | MemoryLeases = (
-            MemoryLeases() if target == ":memory:" else FileLeases(Path(f"{target}.leases"))
+            MemoryLeases()
+            if target == ":memory:"
+            else FileLeases(Path(f"{target}.leases").absolute())
         )
         try:
             self._db = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
@@ -252,9 +254,9 @@ class SqliteStore(Store):
         with self._transaction() as db:
             decide(db, request_id, decision_json, at)
 
-    def mark_performing(self, request_id: str, decision_json: str, at: float) -> None:
+    def mark_performing(self, loaded: ApprovalRow, decision_json: str, at: float) -> None:
         with self._transaction() as db:
-            mark_performing(db, request_id, decision_json, at)
+            mark_performing(db, loaded, decision_json, at)
 
     def approvals(self, run_id: str | None = None) -> list[ApprovalRow]:
         where = "status IN ('pending', 'decided', 'performing')"

@@ -16,16 +16,20 @@ from io_harness.tools._workspace import PathRefused
 __all__ = ["Authorized", "Deferral", "ResumePoint", "authorize_call"]
 
 
+ActKey = tuple[str, str]
+"""An act as (act, canonical target): what a deferral remembers of the acts it cleared."""
+
+
 @dataclass(frozen=True, slots=True)
 class Deferral:
     """A call stopped at an act the approver will decide later.
 
-    ``cleared`` acts of the call were already allowed; the next resume starts
-    at the one ``request`` asks about.
+    ``cleared`` holds the acts of the call already allowed, in order; the next
+    resume goes on at the one ``request`` asks about.
     """
 
     request: ApprovalRequest
-    cleared: int
+    cleared: tuple[ActKey, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +41,7 @@ class ResumePoint:
     """
 
     request: ApprovalRequest
-    cleared: int
+    cleared: tuple[ActKey, ...]
     decision: Decision | None
     interrupted: bool = False
     """A process died while performing the approved act: it is not performed again."""
@@ -59,20 +63,27 @@ async def authorize_call(
         accesses = list(tool.accesses(args))
     except PathRefused as exc:
         return ToolOutcome(f"{call.name}: {exc}", True)
-    start, decision = 0, None
-    if resume_at is not None:
-        start, decision = resume_at.cleared, resume_at.decision
-        refused = _recheck(gate, call, accesses[:start])
-        if refused is not None:
-            return refused
-        if start < len(accesses) and not _same_act(accesses[start], resume_at.request):
-            decision = None
-    for index in range(start, len(accesses)):
-        access = accesses[index]
+    cleared = resume_at.cleared if resume_at is not None else ()
+    for index, access in enumerate(accesses):
+        if index < len(cleared) and _key(access) == cleared[index]:
+            # Cleared before the deferral and unchanged: only a deny now refuses it.
+            verdict = gate.verdict(access)
+            if verdict.effect is Effect.DENY:
+                gate.record(access, verdict, "refused", "policy")
+                return ToolOutcome(
+                    f"{call.name}: refused by the policy: {verdict.describe()}", True
+                )
+            continue
+        decision, request_id = None, secrets.token_hex(6)
+        if resume_at is not None and index == len(cleared) and _same_act(access, resume_at.request):
+            # The act the decision was given for: the same request, answered.
+            decision, request_id = resume_at.decision, resume_at.request.id
 
-        def request(verdict: Verdict, access: Access = access) -> ApprovalRequest:
+        def request(
+            verdict: Verdict, access: Access = access, request_id: str = request_id
+        ) -> ApprovalRequest:
             return ApprovalRequest(
-                id=secrets.token_hex(6),
+                id=request_id,
                 run_id=gate.run_id,
                 step=gate.step,
                 call_id=call.id,
@@ -86,30 +97,23 @@ async def authorize_call(
             )
 
         clearance = await gate.authorize(access, request, decision)
-        decision = None
         if isinstance(clearance, Refused):
             return ToolOutcome(f"{call.name}: {clearance.observation}", True)
         if isinstance(clearance, Deferred):
-            return Deferral(clearance.request, index)
+            return Deferral(clearance.request, tuple(_key(a) for a in accesses[:index]))
         assert isinstance(clearance, Cleared)
         if clearance.decision is not None and clearance.decision.modified is not None:
             return _rewritten(gate, call, tool, clearance.decision.modified)
     return Authorized(args)
 
 
+def _key(access: Access) -> ActKey:
+    return (access.act.value, normalise_target(access.act, access.target))
+
+
 def _same_act(access: Access, request: ApprovalRequest) -> bool:
     target = normalise_target(access.act, access.target)
     return (access.act, target, access.argv) == (request.act, request.target, request.argv)
-
-
-def _recheck(gate: Gate, call: ToolCall, cleared: list[Access]) -> ToolOutcome | None:
-    """Acts cleared before a deferral are refused if the policy now denies them."""
-    for access in cleared:
-        verdict = gate.verdict(access)
-        if verdict.effect is Effect.DENY:
-            gate.record(access, verdict, "refused", "policy")
-            return ToolOutcome(f"{call.name}: refused by the policy: {verdict.describe()}", True)
-    return None
 
 
 def _rewritten(
