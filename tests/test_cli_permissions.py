@@ -252,3 +252,25 @@ def test_a_decision_names_the_request_it_was_made_for(
             assert project.ioh("approve", "r1", "--request", row.id, "--no-resume") == 2
     assert "is being driven" in capsys.readouterr().err
     assert project.ioh("approve", "r1", "--request", row.id, "--no-resume") == 0
+
+
+async def test_a_bad_provider_label_is_said_before_any_decision_is_stored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = Project(tmp_path)
+    contract = TaskContract.from_toml(project.contract)
+    with Store.open(project.store) as store:
+        await run(
+            contract,
+            ScriptedProvider([reply(calls=[call("write_file", path="out.txt", content="x")])]),
+            store=store,
+            policy=Policy.default(),
+            run_id="lib",
+            labels={"ioh.provider": "openai:gpt-5"},
+        )
+
+    assert project.ioh("approve", "lib") == 2
+    assert "is not a JSON list of provider specs" in capsys.readouterr().err
+    with Store.open(project.store) as store:
+        (row,) = store.approvals("lib")
+        assert row.status == "pending"

@@ -36,6 +36,7 @@ from io_harness import (
     StorageError,
     Store,
     TaskContract,
+    ToolCall,
     WorkspaceFileContains,
     resume,
     run,
@@ -792,3 +793,192 @@ async def test_stored_rows_that_do_not_load_are_storage_errors(repo: Path, tmp_p
         db.commit()
     with Store.open(path) as store, pytest.raises(StorageError, match="no open request"):
         await resume(waiting.run_id, ScriptedProvider([]), store=store)
+
+
+# -- found in the second review -----------------------------------------------------------
+
+
+async def test_a_decision_stored_elsewhere_while_a_resume_asks_stops_the_act(
+    repo: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "runs.db"
+    store = Store.open(path)
+    write = call("write_file", path="README.md", content="x\n")
+    waiting = await run(
+        contract(repo),
+        ScriptedProvider([reply(calls=[write])]),
+        store=store,
+        policy=Policy.default(),
+    )
+    other = Store.open(path)  # another operator, another process
+
+    def alice(request: ApprovalRequest, context: ApprovalContext) -> Decision:
+        other.decide(request.id, Decision.deny("no", by="bob").model_dump_json(), 0.0)
+        return Decision.approve(by="alice")
+
+    with pytest.raises(StorageError, match="changed while this resume ran"):
+        await resume(
+            waiting.run_id, ScriptedProvider([]), store=store, approver=CallbackApprover(alice)
+        )
+
+    assert (repo / "README.md").read_text() == "readme\n"
+    finished = await resume(waiting.run_id, ScriptedProvider([reply("ok")]), store=store)
+    assert (repo / "README.md").read_text() == "readme\n"  # bob's deny was taken
+    assert finished.outcome is not RunOutcome.AWAITING_APPROVAL
+    store.close()
+    other.close()
+
+
+@pytest.mark.parametrize("how", ["given", "stored"])
+async def test_a_persons_deny_stands_under_a_replaced_policy_that_would_allow(
+    repo: Path, store: Store, how: str
+) -> None:
+    write = call("write_file", path="README.md", content="x\n")
+    waiting = await run(
+        contract(repo),
+        ScriptedProvider([reply(calls=[write])]),
+        store=store,
+        policy=Policy.default(),
+    )
+    deny = Decision.deny("not the readme", by="bob")
+    if how == "stored":
+        assert waiting.request_id is not None
+        store.decide(waiting.request_id, deny.model_dump_json(), 0.0)
+
+    await resume(
+        waiting.run_id,
+        ScriptedProvider([reply("ok")]),
+        store=store,
+        decision=deny if how == "given" else None,
+        policy=Policy.permissive(),
+        replace_policy=True,
+    )
+
+    assert (repo / "README.md").read_text() == "readme\n"
+    rows = store.trace(waiting.run_id).permissions
+    assert [(r["decision"], r["decided_by"]) for r in rows][-1] == ("denied", "bob")
+
+
+async def test_an_act_cleared_before_the_deferral_is_asked_again_if_its_target_changed(
+    repo: Path, store: Store
+) -> None:
+    (repo / "d").mkdir()
+    (repo / "d" / "x.txt").write_text("public\n")
+    (repo / "e").mkdir()
+    (repo / "e" / "x.txt").write_text("token=SECRET\n")
+    policy = Policy.default().layer("app").ask_read("e/*")
+    edit = call("edit_file", path="d/x.txt", search="SECRET", replace="X")
+    waiting = await run(
+        contract(repo), ScriptedProvider([reply(calls=[edit])]), store=store, policy=policy
+    )
+    assert waiting.request is not None and waiting.request.target == "d/x.txt"
+    (repo / "d" / "x.txt").unlink()
+    (repo / "d").rmdir()
+    (repo / "d").symlink_to(repo / "e")
+
+    again = await resume(
+        waiting.run_id, ScriptedProvider([]), store=store, decision=Decision.approve()
+    )
+
+    assert again.outcome is RunOutcome.AWAITING_APPROVAL
+    assert again.request is not None
+    assert (again.request.act, again.request.target) == (Act.READ, "e/x.txt")
+    assert (repo / "e" / "x.txt").read_text() == "token=SECRET\n"
+    first, second = store.trace(waiting.run_id).approvals
+    assert first["status"] == "done" and second["status"] == "pending"
+    assert "not performed" in json.loads(first["decision"])["reason"]
+
+
+async def test_a_resumes_approver_is_shown_the_request_id_the_store_keeps(
+    repo: Path, store: Store
+) -> None:
+    shown: list[str] = []
+
+    def queue(request: ApprovalRequest, context: ApprovalContext) -> Decision:
+        shown.append(request.id)
+        return Decision.defer()
+
+    write = call("write_file", path="README.md", content="x\n")
+    waiting = await run(
+        contract(repo),
+        ScriptedProvider([reply(calls=[write])]),
+        store=store,
+        policy=Policy.default(),
+        approver=CallbackApprover(queue),
+    )
+    again = await resume(
+        waiting.run_id, ScriptedProvider([]), store=store, approver=CallbackApprover(queue)
+    )
+
+    assert shown == [waiting.request_id, waiting.request_id]
+    assert again.request_id == waiting.request_id
+    store.decide(shown[-1], Decision.approve().model_dump_json(), 0.0)
+
+
+async def test_an_interrupted_act_is_traced_and_its_remembered_rules_kept(
+    repo: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "runs.db"
+    write = call("write_file", path="README.md", content="x\n")
+    with Store.open(path) as store:
+        waiting = await run(
+            contract(repo),
+            ScriptedProvider([reply(calls=[write])]),
+            store=store,
+            policy=Policy.default(),
+        )
+        remember = Rule(act=Act.WRITE, glob="./README.md", effect=Effect.ALLOW)
+
+        def crash(*_: object) -> None:
+            raise KeyboardInterrupt  # stands for the process dying before the commit
+
+        store.commit_step = crash  # type: ignore[method-assign]
+        with pytest.raises(KeyboardInterrupt):
+            await resume(
+                waiting.run_id,
+                ScriptedProvider([]),
+                store=store,
+                decision=Decision.approve(remember=[remember], by="alice"),
+            )
+    with Store.open(path) as store:
+        with pytest.raises(ConfigError, match="takes no decision"):
+            await resume(
+                waiting.run_id, ScriptedProvider([]), store=store, decision=Decision.approve()
+            )
+        again = await resume(
+            waiting.run_id,
+            ScriptedProvider([reply(calls=[call("write_file", path="README.md", content="y\n")])]),
+            store=store,
+        )
+
+        assert (repo / "README.md").read_text() == "y\n"  # the second write was not asked
+        assert again.remembered == (remember,)
+        rows = store.trace(waiting.run_id).permissions
+        approved = [r for r in rows if r["decision"] == "approved"]
+        assert approved[0]["decided_by"] == "alice" and "not repeated" in approved[0]["reason"]
+
+
+async def test_arguments_that_are_not_valid_unicode_are_an_observation(repo: Path) -> None:
+    from io_harness.providers._vendor import parse_arguments
+
+    raw = '{"path": "\\udcff.txt"}'
+    assert parse_arguments(raw) == raw
+    assert "\\udcff" in str(parse_arguments('{"path": "\udcff"}'))
+
+    provider = ScriptedProvider(
+        [
+            reply(calls=[ToolCall(id="", name="read_file", arguments=parse_arguments(raw))]),
+            reply("ok"),
+        ]
+    )
+    await run(contract(repo), provider, policy=Policy.default())
+    assert "not a JSON object" in observations(provider, 1)[0]
+
+
+async def test_resume_checks_its_arguments(repo: Path, store: Store) -> None:
+    result = await run(contract(repo), ScriptedProvider([reply("x")]), store=store)
+
+    with pytest.raises(ConfigError, match="policy must be a Policy"):
+        await resume(result.run_id, ScriptedProvider([]), store=store, policy="strict")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="run_id must be a non-empty string"):
+        await resume(123, ScriptedProvider([]), store=store)  # type: ignore[arg-type]

@@ -217,3 +217,19 @@ async def test_a_run_stored_before_policies_resumes_under_the_permissive_policy(
         assert resumed.outcome is RunOutcome.SUCCESS
         (row,) = [r for r in store.trace("old").permissions if r["act"] == "write"]
         assert (row["effect"], row["decision"]) == ("allow", "allowed")
+
+
+def test_a_store_opened_by_a_relative_path_locks_the_same_run_after_a_change_of_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path)
+    with Store.open("runs.db") as first:
+        monkeypatch.chdir(tmp_path / "elsewhere")
+        with (
+            first.lease("r1"),
+            Store.open(tmp_path / "runs.db") as second,
+            pytest.raises(ResumeError, match="being driven by another writer"),
+            second.lease("r1"),
+        ):
+            pass
