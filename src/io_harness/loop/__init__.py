@@ -14,25 +14,22 @@ import time
 from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
-from pydantic import ValidationError
-
-from io_harness._validation import loading
 from io_harness.contract import TaskContract
-from io_harness.errors import ConfigError, RefusedError, ResumeError, StorageError
+from io_harness.errors import ConfigError, RefusedError, StorageError
 from io_harness.loop._context import system_prompt, task_message
-from io_harness.loop._deferral import Resumption, stored_model
 from io_harness.loop._engine import Engine
 from io_harness.loop._events import event_row, run_started
 from io_harness.loop._outcome import RunOutcome, RunResult
+from io_harness.loop._resuming import decision_for, stored_contract, stored_gate
 from io_harness.observe import Observer
-from io_harness.policy._approval import ApprovalRequest, Approver, Decision
-from io_harness.policy._gate import Access, Gate, canonical_argv, remembered_from_json
+from io_harness.policy._approval import Approver, Decision
+from io_harness.policy._gate import Gate, canonical_argv
 from io_harness.policy._policy import Policy
 from io_harness.policy._rules import Effect
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider, members_of
 from io_harness.store import Store
-from io_harness.store._records import NewRun, StoredRun
+from io_harness.store._records import NewRun
 from io_harness.tools import Toolbox, Workspace, single_file_tools, workspace_tools
 from io_harness.tools._text import remove_partial_writes
 
@@ -252,93 +249,16 @@ async def resume(
             return RunResult.from_stored(stored)
         if stored.status == "awaiting" and stored.pending is None:
             raise StorageError(f"run {run_id!r} is awaiting approval but holds no open request")
-        contract = _stored_contract(stored)
+        contract = stored_contract(stored)
         contract.check()
         _check_prices(contract, provider, prices)
-        gate, resumption = _stored_gate(stored, contract, approver, policy, replace_policy)
+        gate, resumption = stored_gate(stored, contract, approver, policy, replace_policy)
         resumption.pending = stored.pending
-        resumption.decision = _decision_for(stored, gate, decision)
+        resumption.decision = decision_for(stored, gate, decision)
         _check_criterion(contract, gate)
         toolbox = _toolbox(contract, gate)
         engine = Engine(contract, provider, store, toolbox, stored, observer, prices, gate)
         return await engine.drive(resumed=True, resumption=resumption)
-
-
-def _stored_contract(stored: StoredRun) -> TaskContract:
-    try:
-        with loading():
-            return TaskContract.model_validate_json(stored.contract_json)
-    except ValidationError as exc:
-        raise ResumeError(
-            f"run {stored.id!r} holds a contract this version cannot read: {exc}"
-        ) from None
-
-
-def _stored_gate(
-    stored: StoredRun,
-    contract: TaskContract,
-    approver: Approver | None,
-    policy: Policy | None,
-    replace_policy: bool,
-) -> tuple[Gate, Resumption]:
-    """The gate of the run's stored policy, or of an explicitly replacing one."""
-    try:
-        with loading():
-            kept = (
-                Policy.model_validate_json(stored.policy_json)
-                if stored.policy_json is not None
-                else Policy.permissive()  # stored before policies existed: it ran unchecked
-            )
-            remembered = remembered_from_json(stored.remembered_json)
-    except ValueError as exc:  # pydantic's ValidationError and json's errors alike
-        raise ResumeError(
-            f"run {stored.id!r} holds a policy this version cannot read: {exc}"
-        ) from None
-    resumption = Resumption()
-    if policy is not None and policy != kept:
-        if not replace_policy:
-            raise ConfigError(
-                f"run {stored.id!r} was started under a different policy; pass "
-                "replace_policy=True to resume it under this one (ioh: --replace-policy)"
-            )
-        kept = policy
-        resumption.policy_json = policy.model_dump_json()
-    gate = Gate(kept, approver, goal=contract.goal, run_id=stored.id, remembered=remembered)
-    return gate, resumption
-
-
-def _decision_for(stored: StoredRun, gate: Gate, decision: Decision | None) -> Decision | None:
-    """The decision on the act the run awaits: given now, stored before, or the approver's.
-
-    None is needed when the policy no longer asks about the act (it was replaced).
-    """
-    pending = stored.pending
-    if pending is None:
-        if decision is not None:
-            raise ConfigError(f"run {stored.id!r} is not awaiting approval; it takes no decision")
-        return None
-    if decision is not None:
-        if pending.status == "decided":
-            raise ConfigError(
-                f"the action run {stored.id!r} awaits was already decided "
-                f"({pending.decision_json}); resume without a decision to perform it"
-            )
-        if pending.status == "performing":
-            raise ConfigError(
-                f"run {stored.id!r} was performing its approved action when it stopped; "
-                "it takes no decision (resume without one reports what is known)"
-            )
-        return decision if decision.by else decision.model_copy(update={"by": "resume()"})
-    if pending.decision_json is not None:
-        return stored_model(Decision, pending.decision_json, "a decision", stored.id)
-    request = stored_model(ApprovalRequest, pending.request_json, "a request", stored.id)
-    asks = gate.verdict(Access(request.act, request.target)).effect is Effect.ASK
-    if gate.approver is None and asks:
-        raise ConfigError(
-            f"run {stored.id!r} awaits a decision on {request.describe()} (request "
-            f"{request.id}); pass decision= or an approver (ioh approve / ioh deny)"
-        )
-    return None
 
 
 def _sync(coroutine: Coroutine[Any, Any, T]) -> T:

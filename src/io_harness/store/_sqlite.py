@@ -6,7 +6,7 @@ import contextlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,39 +15,28 @@ from io_harness.messages import Message, Usage
 from io_harness.store._approvals_sql import (
     APPROVAL_COLUMNS,
     approval_from_row,
-    check_writer_may_commit,
     decide,
-    insert_permissions,
     mark_performing,
-    write_approvals,
 )
 from io_harness.store._base import Store, Trace
 from io_harness.store._lease import FileLeases, MemoryLeases
 from io_harness.store._records import (
     ApprovalRow,
-    EventRow,
-    Finish,
     NewRun,
     RunSummary,
     StepRecord,
     StoredRun,
 )
 from io_harness.store._schema import MIGRATIONS, SCHEMA_VERSION
+from io_harness.store._step_sql import USAGE_COLUMNS, insert_events, insert_messages, write_step
 
 __all__ = ["SqliteStore"]
 
 Durability = Literal["full", "normal"]
 
-_USAGE_COLUMNS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "reasoning_tokens",
-)
 _RUN_COLUMNS = (
     "id", "goal", "contract", "system_prompt", "tools", "provider", "model", "status",
-    "outcome", "steps", *_USAGE_COLUMNS, "cost_micros", "unpriced_calls", "started_at",
+    "outcome", "steps", *USAGE_COLUMNS, "cost_micros", "unpriced_calls", "started_at",
     "finished_at", "error", "policy", "remembered", "labels",
 )  # fmt: skip
 
@@ -55,10 +44,6 @@ _RUN_COLUMNS = (
 def row_dict(keys: tuple[str, ...], row: tuple[Any, ...]) -> dict[str, Any]:
     """A result row as a mapping of its column names."""
     return dict(zip(keys, row, strict=True))
-
-
-def _usage_values(usage: Usage) -> tuple[int, ...]:
-    return tuple(getattr(usage, column) for column in _USAGE_COLUMNS)
 
 
 class SqliteStore(Store):
@@ -177,78 +162,12 @@ class SqliteStore(Store):
                     json.dumps(run.labels) if run.labels else None,
                 ),
             )
-            self._insert_messages(db, run.id, 0, run.messages)
-            self._insert_events(db, run.id, run.events)
+            insert_messages(db, run.id, 0, run.messages)
+            insert_events(db, run.id, run.events)
 
     def commit_step(self, run_id: str, record: StepRecord) -> None:
         with self._transaction() as db:
-            row = db.execute("SELECT steps, status FROM runs WHERE id = ?", (run_id,)).fetchone()
-            if row is None:
-                raise StorageError(f"run {run_id!r} is not in the store")
-            steps, status = row
-            check_writer_may_commit(db, run_id, record, steps, status)
-            if record.counts_as_step:
-                self._insert_step(db, run_id, record)
-            db.executemany(
-                "INSERT INTO provider_calls (run_id, step, attempt, provider, model, started_at,"
-                " latency, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
-                " reasoning_tokens, finish_reason, error_kind, error_status, error_message,"
-                " served_model, time_to_first_token, cost_micros)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        run_id,
-                        record.step,
-                        a.attempt,
-                        a.provider,
-                        a.model,
-                        a.started_at,
-                        a.latency,
-                        *_usage_values(a.usage),
-                        a.finish_reason,
-                        a.error_kind,
-                        a.error_status,
-                        a.error_message,
-                        a.served_model,
-                        a.time_to_first_token,
-                        a.cost_micros,
-                    )
-                    for a in record.attempts
-                ],
-            )
-            db.executemany(
-                "INSERT INTO verifications (run_id, step, seq, trigger, passed, criterion,"
-                " summary, result, duration) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        run_id,
-                        record.step,
-                        seq,
-                        v.trigger,
-                        int(v.passed),
-                        v.criterion,
-                        v.summary,
-                        v.result_json,
-                        v.duration,
-                    )
-                    for seq, v in enumerate(record.verifications, start=1)
-                ],
-            )
-            if record.attempts:
-                db.execute(
-                    "UPDATE runs SET cost_micros = cost_micros + ?,"
-                    " unpriced_calls = unpriced_calls + ? WHERE id = ?",
-                    (record.cost_micros, record.unpriced_calls, run_id),
-                )
-            self._insert_events(db, run_id, record.events)
-            insert_permissions(db, run_id, record.step, record.permissions)
-            write_approvals(db, run_id, record)
-            for column, value in (("remembered", record.remembered_json),
-                                  ("policy", record.policy_json)):  # fmt: skip
-                if value is not None:
-                    db.execute(f"UPDATE runs SET {column} = ? WHERE id = ?", (value, run_id))
-            if record.finish is not None:
-                self._finish(db, run_id, record.finish)
+            write_step(db, run_id, record)
 
     def decide(self, request_id: str, decision_json: str, at: float) -> None:
         with self._transaction() as db:
@@ -269,88 +188,6 @@ class SqliteStore(Store):
             params,
         )
         return [approval_from_row(row) for row in rows]
-
-    def _insert_step(self, db: sqlite3.Connection, run_id: str, record: StepRecord) -> None:
-        usage = _usage_values(record.usage)
-        db.execute(
-            "INSERT INTO steps (run_id, step, started_at, finished_at, input_tokens,"
-            " output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens,"
-            " cost_micros) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                run_id,
-                record.step,
-                record.started_at,
-                record.finished_at,
-                *usage,
-                record.step_cost_micros,
-            ),
-        )
-        db.execute(
-            "UPDATE runs SET steps = steps + 1, input_tokens = input_tokens + ?,"
-            " output_tokens = output_tokens + ?, cache_read_tokens = cache_read_tokens + ?,"
-            " cache_write_tokens = cache_write_tokens + ?,"
-            " reasoning_tokens = reasoning_tokens + ? WHERE id = ?",
-            (*usage, run_id),
-        )
-        self._insert_messages(db, run_id, record.step, record.messages)
-        db.executemany(
-            "INSERT INTO tool_calls (run_id, step, seq, call_id, name, arguments, result,"
-            " is_error, changed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    run_id,
-                    record.step,
-                    seq,
-                    c.call_id,
-                    c.name,
-                    c.arguments_json,
-                    c.result,
-                    int(c.is_error),
-                    json.dumps(list(c.changed)),
-                )
-                for seq, c in enumerate(record.tool_calls, start=1)
-            ],
-        )
-
-    @staticmethod
-    def _insert_messages(
-        db: sqlite3.Connection, run_id: str, step: int, messages: Sequence[Message]
-    ) -> None:
-        if not messages:
-            return
-        (count,) = db.execute(
-            "SELECT coalesce(max(seq), 0) FROM messages WHERE run_id = ?", (run_id,)
-        ).fetchone()
-        db.executemany(
-            "INSERT INTO messages (run_id, seq, step, role, body) VALUES (?, ?, ?, ?, ?)",
-            [
-                (run_id, seq, step, m.role, m.model_dump_json())
-                for seq, m in enumerate(messages, start=count + 1)
-            ],
-        )
-
-    @staticmethod
-    def _insert_events(db: sqlite3.Connection, run_id: str, events: Sequence[EventRow]) -> None:
-        if not events:
-            return
-        (last,) = db.execute(
-            "SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?", (run_id,)
-        ).fetchone()
-        db.executemany(
-            "INSERT INTO events (run_id, seq, step, kind, at, data) VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                (run_id, seq, e.step, e.kind, e.at, e.data_json)
-                for seq, e in enumerate(events, start=last + 1)
-            ],
-        )
-
-    @staticmethod
-    def _finish(db: sqlite3.Connection, run_id: str, finish: Finish) -> None:
-        db.execute(
-            "UPDATE runs SET status = 'finished', outcome = ?, finished_at = ?, error = ?"
-            " WHERE id = ?",
-            (finish.outcome, finish.finished_at, finish.error_json, run_id),
-        )
 
     # -- reading -----------------------------------------------------------------
 
@@ -387,7 +224,7 @@ class SqliteStore(Store):
             status=row["status"],
             outcome=row["outcome"],
             steps=row["steps"],
-            usage=Usage(**{c: row[c] for c in _USAGE_COLUMNS}),
+            usage=Usage(**{c: row[c] for c in USAGE_COLUMNS}),
             cost_micros=row["cost_micros"],
             unpriced_calls=row["unpriced_calls"],
             started_at=row["started_at"],

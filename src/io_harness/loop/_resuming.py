@@ -1,0 +1,95 @@
+"""What a resume reads back: the contract, the policy and its gate, the decision awaited."""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+from io_harness._validation import loading
+from io_harness.contract import TaskContract
+from io_harness.errors import ConfigError, ResumeError
+from io_harness.loop._deferral import Resumption, stored_model
+from io_harness.policy._approval import ApprovalRequest, Approver, Decision
+from io_harness.policy._gate import Access, Gate, remembered_from_json
+from io_harness.policy._policy import Policy
+from io_harness.policy._rules import Effect
+from io_harness.store._records import StoredRun
+
+__all__ = ["decision_for", "stored_contract", "stored_gate"]
+
+
+def stored_contract(stored: StoredRun) -> TaskContract:
+    """The contract a run was stored with; one this version cannot read is a ResumeError."""
+    try:
+        with loading():
+            return TaskContract.model_validate_json(stored.contract_json)
+    except ValidationError as exc:
+        raise ResumeError(
+            f"run {stored.id!r} holds a contract this version cannot read: {exc}"
+        ) from None
+
+
+def stored_gate(
+    stored: StoredRun,
+    contract: TaskContract,
+    approver: Approver | None,
+    policy: Policy | None,
+    replace_policy: bool,
+) -> tuple[Gate, Resumption]:
+    """The gate of the run's stored policy, or of an explicitly replacing one."""
+    try:
+        with loading():
+            kept = (
+                Policy.model_validate_json(stored.policy_json)
+                if stored.policy_json is not None
+                else Policy.permissive()  # stored before policies existed: it ran unchecked
+            )
+            remembered = remembered_from_json(stored.remembered_json)
+    except ValueError as exc:  # pydantic's ValidationError and json's errors alike
+        raise ResumeError(
+            f"run {stored.id!r} holds a policy this version cannot read: {exc}"
+        ) from None
+    resumption = Resumption()
+    if policy is not None and policy != kept:
+        if not replace_policy:
+            raise ConfigError(
+                f"run {stored.id!r} was started under a different policy; pass "
+                "replace_policy=True to resume it under this one (ioh: --replace-policy)"
+            )
+        kept = policy
+        resumption.policy_json = policy.model_dump_json()
+    gate = Gate(kept, approver, goal=contract.goal, run_id=stored.id, remembered=remembered)
+    return gate, resumption
+
+
+def decision_for(stored: StoredRun, gate: Gate, decision: Decision | None) -> Decision | None:
+    """The decision on the act the run awaits: given now, stored before, or the approver's.
+
+    None is needed when the policy no longer asks about the act (it was replaced).
+    """
+    pending = stored.pending
+    if pending is None:
+        if decision is not None:
+            raise ConfigError(f"run {stored.id!r} is not awaiting approval; it takes no decision")
+        return None
+    if decision is not None:
+        if pending.status == "decided":
+            raise ConfigError(
+                f"the action run {stored.id!r} awaits was already decided "
+                f"({pending.decision_json}); resume without a decision to perform it"
+            )
+        if pending.status == "performing":
+            raise ConfigError(
+                f"run {stored.id!r} was performing its approved action when it stopped; "
+                "it takes no decision (resume without one reports what is known)"
+            )
+        return decision if decision.by else decision.model_copy(update={"by": "resume()"})
+    if pending.decision_json is not None:
+        return stored_model(Decision, pending.decision_json, "a decision", stored.id)
+    request = stored_model(ApprovalRequest, pending.request_json, "a request", stored.id)
+    asks = gate.verdict(Access(request.act, request.target)).effect is Effect.ASK
+    if gate.approver is None and asks:
+        raise ConfigError(
+            f"run {stored.id!r} awaits a decision on {request.describe()} (request "
+            f"{request.id}); pass decision= or an approver (ioh approve / ioh deny)"
+        )
+    return None

@@ -1,0 +1,189 @@
+"""The SQL that writes one step: its rows, the run's totals, and the run's end.
+
+The caller holds the transaction; everything here is one step's writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+
+from io_harness.errors import StorageError
+from io_harness.messages import Message, Usage
+from io_harness.store._approvals_sql import (
+    check_writer_may_commit,
+    insert_permissions,
+    write_approvals,
+)
+from io_harness.store._records import EventRow, Finish, StepRecord
+
+__all__ = ["USAGE_COLUMNS", "insert_events", "insert_messages", "usage_values", "write_step"]
+
+USAGE_COLUMNS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+)
+
+
+def usage_values(usage: Usage) -> tuple[int, ...]:
+    """A usage's token counts in :data:`USAGE_COLUMNS` order."""
+    return tuple(getattr(usage, column) for column in USAGE_COLUMNS)
+
+
+def write_step(db: sqlite3.Connection, run_id: str, record: StepRecord) -> None:
+    """Write one step's records, and the run's end if it has one; see ``Store.commit_step``."""
+    row = db.execute("SELECT steps, status FROM runs WHERE id = ?", (run_id,)).fetchone()
+    if row is None:
+        raise StorageError(f"run {run_id!r} is not in the store")
+    steps, status = row
+    check_writer_may_commit(db, run_id, record, steps, status)
+    if record.counts_as_step:
+        _insert_step(db, run_id, record)
+    db.executemany(
+        "INSERT INTO provider_calls (run_id, step, attempt, provider, model, started_at,"
+        " latency, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
+        " reasoning_tokens, finish_reason, error_kind, error_status, error_message,"
+        " served_model, time_to_first_token, cost_micros)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                run_id,
+                record.step,
+                a.attempt,
+                a.provider,
+                a.model,
+                a.started_at,
+                a.latency,
+                *usage_values(a.usage),
+                a.finish_reason,
+                a.error_kind,
+                a.error_status,
+                a.error_message,
+                a.served_model,
+                a.time_to_first_token,
+                a.cost_micros,
+            )
+            for a in record.attempts
+        ],
+    )
+    db.executemany(
+        "INSERT INTO verifications (run_id, step, seq, trigger, passed, criterion,"
+        " summary, result, duration) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                run_id,
+                record.step,
+                seq,
+                v.trigger,
+                int(v.passed),
+                v.criterion,
+                v.summary,
+                v.result_json,
+                v.duration,
+            )
+            for seq, v in enumerate(record.verifications, start=1)
+        ],
+    )
+    if record.attempts:
+        db.execute(
+            "UPDATE runs SET cost_micros = cost_micros + ?,"
+            " unpriced_calls = unpriced_calls + ? WHERE id = ?",
+            (record.cost_micros, record.unpriced_calls, run_id),
+        )
+    insert_events(db, run_id, record.events)
+    insert_permissions(db, run_id, record.step, record.permissions)
+    write_approvals(db, run_id, record)
+    for column, value in (("remembered", record.remembered_json),
+                          ("policy", record.policy_json)):  # fmt: skip
+        if value is not None:
+            db.execute(f"UPDATE runs SET {column} = ? WHERE id = ?", (value, run_id))
+    if record.finish is not None:
+        _finish(db, run_id, record.finish)
+
+
+def _insert_step(db: sqlite3.Connection, run_id: str, record: StepRecord) -> None:
+    usage = usage_values(record.usage)
+    db.execute(
+        "INSERT INTO steps (run_id, step, started_at, finished_at, input_tokens,"
+        " output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens,"
+        " cost_micros) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            run_id,
+            record.step,
+            record.started_at,
+            record.finished_at,
+            *usage,
+            record.step_cost_micros,
+        ),
+    )
+    db.execute(
+        "UPDATE runs SET steps = steps + 1, input_tokens = input_tokens + ?,"
+        " output_tokens = output_tokens + ?, cache_read_tokens = cache_read_tokens + ?,"
+        " cache_write_tokens = cache_write_tokens + ?,"
+        " reasoning_tokens = reasoning_tokens + ? WHERE id = ?",
+        (*usage, run_id),
+    )
+    insert_messages(db, run_id, record.step, record.messages)
+    db.executemany(
+        "INSERT INTO tool_calls (run_id, step, seq, call_id, name, arguments, result,"
+        " is_error, changed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                run_id,
+                record.step,
+                seq,
+                c.call_id,
+                c.name,
+                c.arguments_json,
+                c.result,
+                int(c.is_error),
+                json.dumps(list(c.changed)),
+            )
+            for seq, c in enumerate(record.tool_calls, start=1)
+        ],
+    )
+
+
+def insert_messages(
+    db: sqlite3.Connection, run_id: str, step: int, messages: Sequence[Message]
+) -> None:
+    """Append messages to the run's conversation, numbered on from its last."""
+    if not messages:
+        return
+    (count,) = db.execute(
+        "SELECT coalesce(max(seq), 0) FROM messages WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    db.executemany(
+        "INSERT INTO messages (run_id, seq, step, role, body) VALUES (?, ?, ?, ?, ?)",
+        [
+            (run_id, seq, step, m.role, m.model_dump_json())
+            for seq, m in enumerate(messages, start=count + 1)
+        ],
+    )
+
+
+def insert_events(db: sqlite3.Connection, run_id: str, events: Sequence[EventRow]) -> None:
+    """Append events to the run's, numbered on from its last."""
+    if not events:
+        return
+    (last,) = db.execute(
+        "SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    db.executemany(
+        "INSERT INTO events (run_id, seq, step, kind, at, data) VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            (run_id, seq, e.step, e.kind, e.at, e.data_json)
+            for seq, e in enumerate(events, start=last + 1)
+        ],
+    )
+
+
+def _finish(db: sqlite3.Connection, run_id: str, finish: Finish) -> None:
+    db.execute(
+        "UPDATE runs SET status = 'finished', outcome = ?, finished_at = ?, error = ? WHERE id = ?",
+        (finish.outcome, finish.finished_at, finish.error_json, run_id),
+    )
