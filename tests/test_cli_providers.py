@@ -462,12 +462,6 @@ def test_ioh_runs_has_a_spend_column(
     assert "write hello to out.txt" in priced
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: at 80 columns (the width when stdout is not a terminal) the runs table's "
-    "minimum widths do not fit, so rich cuts the spend cell to 'unpriced (1 c…' and drops "
-    "the finished and goal columns",
-)
 def test_ioh_runs_fits_spend_and_goal_in_80_columns(
     project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

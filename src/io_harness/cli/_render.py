@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.markup import escape
 from rich.status import Status
-from rich.table import Table
 from rich.text import Text
 
 from io_harness.loop import RunResult
@@ -63,30 +63,81 @@ def spend(cost_micros: int, unpriced_calls: int) -> str:
 
 
 def render_runs(runs: list[RunSummary]) -> RenderableType:
-    """The table ``ioh runs`` prints."""
+    """The listing ``ioh runs`` prints."""
     if not runs:
         return Text("no runs in this store yet")
-    table = Table(show_edge=False, header_style="bold", box=None)
-    table.add_column("run", no_wrap=True, min_width=22)
-    table.add_column("status", no_wrap=True, min_width=8)
-    table.add_column("steps", no_wrap=True, justify="right", min_width=5)
-    table.add_column("tokens", no_wrap=True, justify="right", min_width=7)
-    table.add_column("spend", no_wrap=True, justify="right", min_width=8)
-    table.add_column("started", no_wrap=True, min_width=11)
-    table.add_column("finished", no_wrap=True, min_width=11)
-    table.add_column("goal", no_wrap=True, overflow="ellipsis", min_width=10)
-    for summary in runs:
-        table.add_row(
-            escape(summary.id),
-            _outcome_style(summary.outcome, summary.status),
-            str(summary.steps),
-            f"{summary.tokens:,}",
-            spend(summary.cost_micros, summary.unpriced_calls),
-            _when(summary.started_at),
-            _when(summary.finished_at),
-            _one_line(summary.goal, 60),
-        )
-    return table
+    return RunsListing(runs)
+
+
+_RUNS_HEADER = ("run", "status", "steps", "tokens", "spend", "started")
+_RIGHT_ALIGNED = frozenset({2, 3, 4})
+_GOAL_MIN = 16
+"""Below this many columns left for the goal, it gets a line of its own."""
+
+
+class RunsListing:
+    """One line a run, the goal last; where the goal would not fit, it goes on a line below.
+
+    Every other cell is shown whole at any width, so a run id can always be
+    copied from the listing.
+    """
+
+    def __init__(self, runs: list[RunSummary]) -> None:
+        self.rows = [
+            (
+                (
+                    summary.id,
+                    summary.outcome or summary.status,
+                    str(summary.steps),
+                    f"{summary.tokens:,}",
+                    spend(summary.cost_micros, summary.unpriced_calls),
+                    _when(summary.started_at),
+                ),
+                " ".join(summary.goal.split()),
+            )
+            for summary in runs
+        ]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        widths = [
+            max(len(title), *(len(cells[i]) for cells, _ in self.rows))
+            for i, title in enumerate(_RUNS_HEADER)
+        ]
+        room = options.max_width - sum(widths) - 2 * len(widths)
+        inline = room >= _GOAL_MIN
+        header = self._line(_RUNS_HEADER, widths, style="bold")
+        if inline:
+            header.append("goal", style="bold")
+        header.rstrip()
+        yield header
+        for cells, goal in self.rows:
+            line = self._line(cells, widths)
+            if inline:
+                line.append(_cut(goal, room))
+                yield line
+            else:
+                line.rstrip()
+                yield line
+                yield Text("  " + _cut(goal, options.max_width - 2), style="dim")
+
+    @staticmethod
+    def _line(cells: Sequence[str], widths: list[int], style: str = "") -> Text:
+        line = Text(style=style)
+        for index, (cell, width) in enumerate(zip(cells, widths, strict=True)):
+            padded = cell.rjust(width) if index in _RIGHT_ALIGNED else cell.ljust(width)
+            line.append(padded, style="" if style else _cell_style(index, cell))
+            line.append("  ")
+        return line
+
+
+def _cell_style(index: int, cell: str) -> str:
+    if index != 1:
+        return ""
+    return {"success": "green", "running": "yellow", "awaiting": "yellow"}.get(cell, "red")
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
 
 
 def _arguments(raw: str) -> str:
