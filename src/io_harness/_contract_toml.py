@@ -22,13 +22,12 @@ reads it, and ``ioh run`` governs the run by it.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from io_harness._validation import describe_validation, loading, read_config_text
+from io_harness._validation import describe_validation, loading, read_config_text, read_toml
 from io_harness.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -42,12 +41,7 @@ _NOT_CONTRACT = ("root", "file", "policy")  # the subject is rebuilt; the policy
 
 def load_contract(cls: type[TaskContract], path: Path) -> TaskContract:
     """Read, check and build the contract in ``path``."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the contract: {exc.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    data = read_toml(path, "contract")
     folder = path.parent.absolute()
     unknown = sorted(set(data) - _KEYS)
     if unknown:

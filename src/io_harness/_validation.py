@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import tomllib
 from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
@@ -12,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from io_harness.errors import ConfigError
 
-__all__ = ["CheckedModel", "describe_validation", "loading", "read_config_text"]
+__all__ = ["CheckedModel", "describe_validation", "loading", "read_config_text", "read_toml"]
 
 _LOADING: ContextVar[bool] = ContextVar("io_harness_loading", default=False)
 
@@ -65,3 +66,17 @@ def read_config_text(path: Path, what: str) -> str:
         raise ConfigError(
             f"{what}: {path} is not UTF-8 text (bad byte at offset {exc.start})"
         ) from None
+
+
+def read_toml(path: Path, what: str) -> dict[str, Any]:
+    """The parsed TOML file at ``path``; unreadable or bad TOML is a ConfigError naming it.
+
+    ``what`` names the file's role in the message: ``"contract"`` gives
+    ``path: cannot read the contract: ...``.
+    """
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None

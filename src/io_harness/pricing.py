@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import fnmatch
 import math
-import tomllib
 from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
-from io_harness._validation import CheckedModel, describe_validation, loading, read_config_text
+from io_harness._validation import CheckedModel, describe_validation, loading, read_toml
 from io_harness.errors import ConfigError
 from io_harness.messages import Usage
 
@@ -110,10 +109,7 @@ class PriceTable:
     def from_toml(cls, path: str | Path) -> PriceTable:
         """Load prices from TOML; a bad file or key is a :class:`ConfigError` naming it."""
         path = Path(path)
-        try:
-            data = tomllib.loads(read_config_text(path, "price table"))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        data = read_toml(path, "price table")
         unknown = sorted(set(data) - {"currency", "models"})
         if unknown:
             raise ConfigError(f"{path}: unknown key {unknown[0]!r}; the keys are: currency, models")

@@ -6,7 +6,6 @@ import getpass
 import socket
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 from rich.console import Console, Group, RenderableType
@@ -15,6 +14,7 @@ from rich.status import Status
 from rich.syntax import Syntax
 from rich.text import Text
 
+from io_harness._validation import read_toml
 from io_harness.errors import ConfigError
 from io_harness.policy import (
     Act,
@@ -78,11 +78,8 @@ def policy_for(contract_path: Path, policy_path: Path | None) -> Policy | None:
     """The policy a run gets: ``--policy FILE``, else the contract's ``[policy]``, else none."""
     if policy_path is not None:
         return Policy.from_toml(policy_path)
-    try:
-        has_policy = "policy" in tomllib.loads(contract_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        has_policy = True  # from_toml names the problem
-    return Policy.from_toml(contract_path) if has_policy else None
+    data = read_toml(contract_path, "contract")
+    return Policy.from_table(data["policy"], str(contract_path)) if "policy" in data else None
 
 
 def _who() -> str:

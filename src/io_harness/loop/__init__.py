@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, RefusedError, StorageError
 from io_harness.loop._context import system_prompt, task_message
+from io_harness.loop._deferral import Resumption
 from io_harness.loop._engine import Engine
 from io_harness.loop._events import event_row, run_started
 from io_harness.loop._outcome import RunOutcome, RunResult
@@ -252,9 +253,8 @@ async def resume(
         contract = stored_contract(stored)
         contract.check()
         _check_prices(contract, provider, prices)
-        gate, resumption = stored_gate(stored, contract, approver, policy, replace_policy)
-        resumption.pending = stored.pending
-        resumption.decision = decision_for(stored, gate, decision)
+        gate, replaced = stored_gate(stored, contract, approver, policy, replace_policy)
+        resumption = Resumption(stored.pending, decision_for(stored, gate, decision), replaced)
         _check_criterion(contract, gate)
         toolbox = _toolbox(contract, gate)
         engine = Engine(contract, provider, store, toolbox, stored, observer, prices, gate)

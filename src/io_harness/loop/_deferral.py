@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TypeVar
 
 from pydantic import BaseModel
@@ -32,18 +33,13 @@ def stored_model(cls: type[M], text: str | None, what: str, run_id: str) -> M:
         raise StorageError(f"run {run_id!r} holds {what} that does not load: {exc}") from None
 
 
+@dataclass
 class Resumption:
     """How a resumed run continues: a deferred action and its decision, a replaced policy."""
 
-    def __init__(
-        self,
-        pending: ApprovalRow | None = None,
-        decision: Decision | None = None,
-        policy_json: str | None = None,
-    ) -> None:
-        self.pending = pending
-        self.decision = decision
-        self.policy_json = policy_json
+    pending: ApprovalRow | None = None
+    decision: Decision | None = None
+    policy_json: str | None = None
 
 
 class Deferrals:

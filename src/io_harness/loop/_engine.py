@@ -275,7 +275,6 @@ class Engine:
                     changed=done.changed,
                 )
             )
-        self.deferrals.resolved(record)
         record.messages.append(progress.assistant)
         record.usage = progress.usage
         record.tool_calls = [d.row() for d in progress.done]

@@ -7,7 +7,7 @@ from pydantic import ValidationError
 from io_harness._validation import loading
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, ResumeError
-from io_harness.loop._deferral import Resumption, stored_model
+from io_harness.loop._deferral import stored_model
 from io_harness.policy._approval import ApprovalRequest, Approver, Decision
 from io_harness.policy._gate import Access, Gate, remembered_from_json
 from io_harness.policy._policy import Policy
@@ -34,8 +34,11 @@ def stored_gate(
     approver: Approver | None,
     policy: Policy | None,
     replace_policy: bool,
-) -> tuple[Gate, Resumption]:
-    """The gate of the run's stored policy, or of an explicitly replacing one."""
+) -> tuple[Gate, str | None]:
+    """The gate of the run's stored policy, or of an explicitly replacing one.
+
+    The second item is the replacing policy's JSON, to be stored with the run.
+    """
     try:
         with loading():
             kept = (
@@ -48,17 +51,16 @@ def stored_gate(
         raise ResumeError(
             f"run {stored.id!r} holds a policy this version cannot read: {exc}"
         ) from None
-    resumption = Resumption()
+    replaced = None
     if policy is not None and policy != kept:
         if not replace_policy:
             raise ConfigError(
                 f"run {stored.id!r} was started under a different policy; pass "
                 "replace_policy=True to resume it under this one (ioh: --replace-policy)"
             )
-        kept = policy
-        resumption.policy_json = policy.model_dump_json()
+        kept, replaced = policy, policy.model_dump_json()
     gate = Gate(kept, approver, goal=contract.goal, run_id=stored.id, remembered=remembered)
-    return gate, resumption
+    return gate, replaced
 
 
 def decision_for(stored: StoredRun, gate: Gate, decision: Decision | None) -> Decision | None:

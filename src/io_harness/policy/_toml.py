@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from collections.abc import Mapping
 from datetime import date, datetime, time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from io_harness._validation import read_toml
 from io_harness.errors import ConfigError
 from io_harness.policy._policy import BUILTIN_PREFIX
 from io_harness.policy._rules import Act, Effect, glob_problem
@@ -43,12 +43,7 @@ _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 def load_policy_file(cls: type[Policy], path: Path) -> Policy:
     """The policy in the ``[policy]`` table of the TOML file at ``path``."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the policy: {exc.strerror or exc}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    data = read_toml(path, "policy")
     if "policy" not in data:
         raise ConfigError(f"{path}: no [policy] table; a policy file keeps its policy there")
     return load_policy_table(cls, data["policy"], str(path), "policy")
