@@ -96,6 +96,14 @@ def _drain(stream: IO[bytes], sink: _CappedBuffer) -> None:
         stream.close()
 
 
+def _feed(stream: IO[bytes], data: bytes) -> None:
+    # Small inputs (a key, a spec) fit the pipe; a child that exits unread is no error.
+    with contextlib.suppress(BrokenPipeError, OSError):
+        stream.write(data)
+    with contextlib.suppress(BrokenPipeError, OSError):
+        stream.close()
+
+
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
@@ -134,10 +142,11 @@ async def run_process(
     timeout: float,
     env: Mapping[str, str] | None = None,
     output_cap: int = OUTPUT_CAP_BYTES,
+    stdin: bytes | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` in ``cwd`` and wait at most ``timeout`` seconds.
 
-    The child gets no stdin. Its stdout and stderr are captured, each kept to
+    The child reads ``stdin`` (then end of input), or nothing. Its stdout and stderr are captured, each kept to
     ``output_cap`` bytes with the cut stated in the text. When the call is
     cancelled, the group is killed before the cancellation goes on.
     """
@@ -149,7 +158,7 @@ async def run_process(
             argv,
             cwd=cwd,
             env=dict(env) if env is not None else None,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
@@ -173,6 +182,8 @@ async def run_process(
     ]
     for drain in drains:
         drain.start()
+    if proc.stdin is not None:
+        _feed(proc.stdin, stdin or b"")
     timed_out = False
     try:
         await _in_thread(lambda: proc.wait(max(timeout, 0.0)))

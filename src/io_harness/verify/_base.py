@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import abc
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -12,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from io_harness._validation import CheckedModel
 from io_harness.errors import ConfigError
+from io_harness.sandbox import Sandbox, SandboxEvent, SandboxMode, SandboxOutcome, run_direct
 
 __all__ = ["MISSING", "CriterionBase", "Mode", "Subject", "VerificationResult", "given"]
 
@@ -42,12 +44,49 @@ class Subject:
     """The file, in single-file mode."""
     deadline: float | None = None
     """``time.monotonic()`` value by which checks must end, from the wall budget."""
+    sandbox: Sandbox | None = None
+    """Where the criterion's commands run; ``None``: directly, as child processes."""
+    events: list[SandboxEvent] = field(default_factory=list)
+    """What the sandbox did while checking, in order, for the trace."""
 
     def timeout(self, wanted: float) -> float:
         """``wanted`` seconds, cut to the time the run has left."""
         if self.deadline is None:
             return wanted
         return max(0.0, min(wanted, self.deadline - time.monotonic()))
+
+    async def execute(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        mode: SandboxMode | None = None,
+        readable: Sequence[Path] = (),
+        writable: Sequence[Path] = (),
+        stdin: bytes | None = None,
+    ) -> SandboxOutcome:
+        """Run one of the criterion's commands in the root, in the sandbox when there is one.
+
+        ``timeout`` (already cut by :meth:`timeout`) becomes the wall-clock cap.
+        """
+        if self.sandbox is None:
+            return await run_direct(
+                argv, cwd=self.root, timeout=timeout, env=env, stdin=stdin
+            )
+        limits = self.sandbox.config.limits
+        outcome = await self.sandbox.run(
+            argv,
+            workdir=self.root,
+            env=env,
+            limits=limits.model_copy(update={"wall_seconds": max(timeout, 0.001)}),
+            mode=mode,
+            readable=readable,
+            writable=writable,
+            stdin=stdin,
+        )
+        self.events.extend(outcome.events)
+        return outcome
 
 
 class VerificationResult(BaseModel):
