@@ -7,11 +7,17 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint typecheck unit bench cassette clean
 
+# The Linux sandbox: bubblewrap, and libseccomp for its filter (root installs them).
+SYSTEM_PACKAGES := bubblewrap libseccomp2
+
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 		{ echo "io-harness needs Python 3.11 or newer as $(PYTHON)"; exit 1; }
 	@$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || { [ "$$(id -u)" = 0 ] && \
 		apt-get update -qq && apt-get install -y -qq python3-venv; }
+	@if [ "$$(uname -s)" = Linux ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		! { command -v bwrap >/dev/null && ldconfig -p | grep -q libseccomp.so.2; }; then \
+		apt-get update -qq && apt-get install -y -qq $(SYSTEM_PACKAGES); fi
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TypeVar
 
-__all__ = ["OUTPUT_CAP_BYTES", "ProcessOutcome", "run_process"]
+__all__ = ["OUTPUT_CAP_BYTES", "ProcessOutcome", "in_thread", "run_process"]
 
 OUTPUT_CAP_BYTES = 1 << 20
 """Bytes kept per stream: the first and last halves; what lies between is counted."""
@@ -109,7 +109,7 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-async def _in_thread(function: Callable[[], T]) -> T:
+async def in_thread(function: Callable[[], T]) -> T:
     """Run a blocking call on its own thread, so long waits never starve the shared pool."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
@@ -186,7 +186,7 @@ async def run_process(
         _feed(proc.stdin, stdin or b"")
     timed_out = False
     try:
-        await _in_thread(lambda: proc.wait(max(timeout, 0.0)))
+        await in_thread(lambda: proc.wait(max(timeout, 0.0)))
     except subprocess.TimeoutExpired:
         timed_out = True
     finally:
@@ -200,7 +200,7 @@ async def run_process(
         for drain in drains:
             drain.join(max(0.0, deadline - time.monotonic()))
 
-    await _in_thread(join_drains)
+    await in_thread(join_drains)
     code = proc.returncode
     return ProcessOutcome(
         argv=argv,

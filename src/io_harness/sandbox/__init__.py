@@ -7,6 +7,12 @@ returns the first that gives the containment asked for, or raises
 
 from io_harness.errors import SandboxError
 from io_harness.sandbox._direct import DIRECT, run_direct
+from io_harness.sandbox._linux import (
+    BubblewrapSandbox,
+    FloorSandbox,
+    LandlockSandbox,
+    NamespacesSandbox,
+)
 from io_harness.sandbox._select import BackendReport, probe, select
 from io_harness.sandbox._types import (
     Cap,
@@ -23,7 +29,11 @@ from io_harness.sandbox._types import (
 __all__ = [
     "DIRECT",
     "BackendReport",
+    "BubblewrapSandbox",
     "Cap",
+    "FloorSandbox",
+    "LandlockSandbox",
+    "NamespacesSandbox",
     "NetCheck",
     "Network",
     "Sandbox",

@@ -1,22 +1,21 @@
-"""PROVISIONAL (the lead replaces this file): select() and probe() signatures only."""
+"""Choosing a backend: walk this platform's chain, take the first that gives what is asked.
+
+What :func:`select` passed by, and why, stays on the chosen sandbox
+(``selection``) so the trace and ``ioh doctor`` can say it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
-from io_harness.sandbox._direct import run_direct
-from io_harness.sandbox._types import (
-    NetCheck,
-    SandboxConfig,
-    SandboxEvent,
-    SandboxLimits,
-    SandboxMode,
-    SandboxOutcome,
-)
+from io_harness.errors import SandboxError
+from io_harness.sandbox._types import Sandbox, SandboxConfig
 
-__all__ = ["BackendReport", "probe", "select"]
+__all__ = ["BackendReport", "backend_names", "probe", "select"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,50 +28,79 @@ class BackendReport:
     denies_network: bool
 
 
-class _Provisional:
-    def __init__(self, config: SandboxConfig) -> None:
-        self._config = config
+def _classes() -> dict[str, Any]:
+    from io_harness.sandbox._jobobject import JobObjectSandbox
+    from io_harness.sandbox._linux import (
+        BubblewrapSandbox,
+        FloorSandbox,
+        LandlockSandbox,
+        NamespacesSandbox,
+    )
+    from io_harness.sandbox._seatbelt import SeatbeltSandbox
 
-    @property
-    def name(self) -> str:
-        return "floor"
-
-    @property
-    def config(self) -> SandboxConfig:
-        return self._config
-
-    async def run(
-        self,
-        argv: Sequence[str],
-        *,
-        workdir: Path,
-        env: Mapping[str, str] | None = None,
-        limits: SandboxLimits | None = None,
-        mode: SandboxMode | None = None,
-        readable: Sequence[Path] = (),
-        writable: Sequence[Path] = (),
-        stdin: bytes | None = None,
-        net_check: NetCheck | None = None,
-    ) -> SandboxOutcome:
-        limits = limits or self._config.limits
-        out = await run_direct(argv, cwd=workdir, timeout=limits.wall_seconds, env=env, stdin=stdin)
-        events = (
-            SandboxEvent("create", self.name, {"mode": mode or self._config.mode, "limits": limits.record()}),
-            SandboxEvent("exec", self.name, {"argv": list(out.argv), "duration": out.duration}),
-            SandboxEvent("destroy", self.name, {}),
-        )
-        return SandboxOutcome(
-            backend=self.name, argv=out.argv, exit_code=out.exit_code, signal=out.signal,
-            cap_hit=out.cap_hit, stdout=out.stdout, stderr=out.stderr, truncated=out.truncated,
-            duration=out.duration, spawn_error=out.spawn_error, events=events,
-        )
+    return {
+        "bubblewrap": BubblewrapSandbox,
+        "landlock": LandlockSandbox,
+        "namespaces": NamespacesSandbox,
+        "seatbelt": SeatbeltSandbox,
+        "jobobject": JobObjectSandbox,
+        "floor": FloorSandbox,
+    }
 
 
-def select(config: SandboxConfig | None = None) -> _Provisional:
-    """The first backend of this platform's chain that gives ``config``."""
-    return _Provisional(config or SandboxConfig())
+def backend_names() -> tuple[str, ...]:
+    """Every backend's name, in the order :func:`select` prefers them."""
+    return tuple(_classes())
+
+
+def _chain() -> tuple[str, ...]:
+    if sys.platform == "linux":
+        return ("bubblewrap", "landlock", "namespaces", "floor")
+    if sys.platform == "darwin":
+        return ("seatbelt", "floor")
+    if sys.platform == "win32":
+        return ("jobobject",)
+    return ("floor",)
 
 
 def probe() -> list[BackendReport]:
-    """Every backend of every platform, and whether this machine offers it."""
-    return [BackendReport("floor", True, "always available", False)]
+    """Every backend, and whether this machine offers it."""
+    reports = []
+    for name, cls in _classes().items():
+        available: Callable[[], tuple[bool, str]] = cls.available
+        ok, reason = available()
+        reports.append(BackendReport(name, ok, reason, bool(cls.denies_network)))
+    return reports
+
+
+def select(config: SandboxConfig | None = None) -> Sandbox:
+    """The first backend of this platform's chain (or ``config.backends``) that gives ``config``.
+
+    Raises :class:`SandboxError` naming each backend passed by and why, when none
+    does. A backend that cannot deny the network is taken for a config that
+    denies it only with ``accept_floor=True``.
+    """
+    config = config or SandboxConfig()
+    classes = _classes()
+    unknown = [name for name in config.backends or () if name not in classes]
+    if unknown:
+        raise SandboxError(f"unknown sandbox backends {unknown}; known: {list(classes)}")
+    passed: list[str] = []
+    for name in config.backends or _chain():
+        cls = classes[name]
+        ok, reason = cls.available()
+        if not ok:
+            passed.append(f"{name}: {reason}")
+        elif name == "landlock" and os.geteuid() == 0 and config.backends is None:
+            passed.append("landlock: relied on only with a non-root uid")
+        elif config.network != "open" and not cls.denies_network and not config.accept_floor:
+            passed.append(
+                f"{name}: cannot deny the network (SandboxConfig(accept_floor=True) "
+                "runs on it anyway)"
+            )
+        else:
+            chosen = cls(config)
+            chosen.selection = tuple(passed)
+            sandbox: Sandbox = chosen
+            return sandbox
+    raise SandboxError("no sandbox backend gives this configuration: " + "; ".join(passed))

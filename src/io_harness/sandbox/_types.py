@@ -91,9 +91,13 @@ class SandboxConfig(CheckedModel):
 
 @dataclass(frozen=True, slots=True)
 class SandboxEvent:
-    """One row of a run's ``sandbox_events``: create, exec, cap_hit or destroy."""
+    """One row of a run's ``sandbox_events``.
 
-    kind: Literal["create", "exec", "cap_hit", "destroy"]
+    ``create`` (backend, mode, limits), ``exec`` (argv, duration), ``cap_hit``
+    (which cap), ``net`` (a proxied connection and the decision on it), ``destroy``.
+    """
+
+    kind: Literal["create", "exec", "cap_hit", "net", "destroy"]
     backend: str
     detail: Mapping[str, Any] = field(default_factory=dict)
 

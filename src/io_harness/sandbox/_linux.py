@@ -1,0 +1,205 @@
+"""The POSIX backends: the portable floor, and bubblewrap, Landlock and namespaces on Linux.
+
+Each says only how it wraps a command; :mod:`._spawn` does the rest. Every
+Linux backend loads the same seccomp filter. Each has ``available()``,
+which says whether this machine offers it and, if not, why.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from io_harness.sandbox._spawn import LAUNCHER, Command, ContainedSandbox, Wrapping
+
+__all__ = ["BubblewrapSandbox", "FloorSandbox", "LandlockSandbox", "NamespacesSandbox"]
+
+NOBODY = 65534
+"""The uid and gid a command runs as when the harness runs as root."""
+
+_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts")
+"""Devices every command may write (Landlock counts opening them for writing)."""
+
+
+def _as_root() -> bool:
+    return os.geteuid() == 0
+
+
+def _works(argv: list[str]) -> tuple[bool, str]:
+    """Whether a trial command succeeds here; if not, what it said."""
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, str(exc)
+    said = done.stderr.decode(errors="replace").strip().splitlines()
+    return done.returncode == 0, (said[-1] if said else f"exit status {done.returncode}")
+
+
+@functools.cache
+def landlock_abi() -> int:
+    """The Landlock ABI version this kernel offers (0: none)."""
+    if sys.platform != "linux":
+        return 0
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    version = libc.syscall(444, None, 0, 1)  # landlock_create_ruleset(.., VERSION)
+    return max(int(version), 0)
+
+
+def _seccomp_ok() -> tuple[bool, str]:
+    from io_harness.sandbox._seccomp import seccomp_available
+
+    return seccomp_available()
+
+
+class FloorSandbox(ContainedSandbox):
+    """Everywhere: a private scratch folder, rlimits, a new session, wall and output caps.
+
+    On Linux it also uses writable cgroups for memory, process count and the
+    kill of the whole tree. It cannot deny the network or confine writes.
+    """
+
+    backend_name = "floor"
+
+    @staticmethod
+    def available() -> tuple[bool, str]:
+        """The floor runs on every POSIX system."""
+        if os.name != "posix":
+            return False, "the floor's launcher needs a POSIX system"
+        return True, "always available; cannot deny the network or confine writes"
+
+    def wrap(self, command: Command) -> Wrapping:
+        """Run the command itself: the launcher's rlimits and cgroups are the containment."""
+        return Wrapping(argv=command.argv)
+
+
+class BubblewrapSandbox(ContainedSandbox):
+    """Linux: bubblewrap namespaces, a read-only root, dropped capabilities and seccomp."""
+
+    backend_name = "bubblewrap"
+    needs_seccomp = True
+    denies_network = True
+
+    @staticmethod
+    @functools.cache
+    def available() -> tuple[bool, str]:
+        """Whether ``bwrap`` is installed and can make a user namespace here."""
+        if sys.platform != "linux":
+            return False, "bubblewrap runs only on Linux"
+        bwrap = shutil.which("bwrap")
+        if bwrap is None:
+            return False, "bwrap not found (Debian package bubblewrap)"
+        ok, said = _works([bwrap, "--unshare-all", "--ro-bind", "/", "/", "--", "true"])
+        if not ok:
+            return False, f"bwrap cannot make namespaces here: {said}"
+        ok, said = _seccomp_ok()
+        return (True, bwrap) if ok else (False, said)
+
+    def wrap(self, command: Command) -> Wrapping:
+        """``bwrap`` with every namespace, the root read-only and the workdir bound."""
+        assert command.seccomp is not None
+        filter_fd = os.open(command.seccomp, os.O_RDONLY)
+        args = ["bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+        args += ["--unshare-cgroup-try"]
+        if _as_root():
+            # As root bwrap would keep every capability; a mapped non-root uid has none.
+            args += ["--uid", str(NOBODY), "--gid", str(NOBODY)]
+        if command.config.network != "open":
+            args.append("--unshare-net")
+        args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+        root = "--bind" if command.mode == "full_access" else "--ro-bind"
+        args += [root, "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        for path in command.readable:
+            args += ["--ro-bind", str(path), str(path)]
+        workdir = "--ro-bind" if command.mode == "read_only" else "--bind"
+        args += [workdir, str(command.workdir), str(command.workdir)]
+        for path in (*command.writable, command.scratch):
+            args += ["--bind", str(path), str(path)]
+        args += ["--seccomp", str(filter_fd), "--chdir", str(command.workdir), "--"]
+        bwrap = shutil.which("bwrap") or "/usr/bin/bwrap"
+        return Wrapping(
+            argv=(bwrap, *args[1:], *command.argv),
+            pass_fds=(filter_fd,),
+            signal_in_status=True,
+        )
+
+
+def _confining_steps(command: Command) -> dict[str, object]:
+    """The launcher's Landlock and seccomp steps for ``command``."""
+    steps: dict[str, object] = {"seccomp": str(command.seccomp)}
+    if command.mode != "full_access":
+        steps["landlock"] = [str(p) for p in command.writable_paths()] + list(_DEVICES)
+    return steps
+
+
+class LandlockSandbox(ContainedSandbox):
+    """Linux without bwrap: Landlock confines writes, seccomp the network; no namespaces.
+
+    Relied on only with a non-root uid. As root the launcher drops to ``nobody``,
+    so the workdir must be writable by that uid; :func:`select` passes this
+    backend by when the harness runs as root.
+    """
+
+    backend_name = "landlock"
+    needs_seccomp = True
+    denies_network = True
+
+    @staticmethod
+    def available() -> tuple[bool, str]:
+        """Whether this kernel offers Landlock and libseccomp is found."""
+        abi = landlock_abi()
+        if abi < 1:
+            return False, "this kernel offers no Landlock"
+        ok, said = _seccomp_ok()
+        return (True, f"Landlock ABI {abi}") if ok else (False, said)
+
+    def wrap(self, command: Command) -> Wrapping:
+        """The command itself, after the launcher's Landlock and seccomp steps."""
+        steps = _confining_steps(command)
+        if _as_root():
+            os.chown(command.scratch, NOBODY, NOBODY)
+            steps.update(uid=NOBODY, gid=NOBODY)
+        return Wrapping(argv=command.argv, launcher=steps)
+
+
+class NamespacesSandbox(ContainedSandbox):
+    """Linux without bwrap: ``unshare`` namespaces, with Landlock and seccomp inside."""
+
+    backend_name = "namespaces"
+    needs_seccomp = True
+    denies_network = True
+
+    @staticmethod
+    @functools.cache
+    def available() -> tuple[bool, str]:
+        """Whether ``unshare`` can make a user namespace here and Landlock confines writes."""
+        if sys.platform != "linux":
+            return False, "namespaces are Linux's"
+        unshare = shutil.which("unshare")
+        if unshare is None:
+            return False, "unshare not found (util-linux)"
+        if landlock_abi() < 1:
+            return False, "without Landlock, namespaces alone do not confine writes"
+        ok, said = _works([unshare, "--user", "--pid", "--fork", "--net", "true"])
+        if not ok:
+            return False, f"unshare cannot make namespaces here: {said}"
+        ok, said = _seccomp_ok()
+        return (True, unshare) if ok else (False, said)
+
+    def wrap(self, command: Command) -> Wrapping:
+        """``unshare`` into new namespaces, then the launcher again to confine and exec."""
+        inner = {**_confining_steps(command), "cwd": str(command.workdir)}
+        inner["argv"] = list(command.argv)
+        mapping = [f"--map-user={NOBODY}", f"--map-group={NOBODY}"] if _as_root() else ["-c"]
+        args = ["--user", *mapping, "--pid", "--fork", "--kill-child", "--mount-proc"]
+        args += ["--ipc", "--uts"]
+        if command.config.network != "open":
+            args.append("--net")
+        launcher = [sys.executable, "-I", "-S", "-B", str(LAUNCHER), json.dumps(inner)]
+        unshare = shutil.which("unshare") or "/usr/bin/unshare"
+        return Wrapping(argv=(unshare, *args, "--", *launcher), signal_in_status=True)

@@ -1,0 +1,471 @@
+"""The runner every POSIX backend shares: set up, launch, watch the caps, tear down.
+
+A backend says only how it wraps a command (:class:`Wrapping`). This module
+makes the scratch folder and the cgroups, starts the launcher, keeps the
+output, kills the whole tree at the first cap it reaches, and afterwards
+makes sure nothing it started is alive and the scratch folder is gone.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import dataclasses
+import json
+import math
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from io_harness._process import OUTPUT_CAP_BYTES, in_thread
+from io_harness.sandbox._cgroups import CommandCgroups
+from io_harness.sandbox._types import (
+    Cap,
+    NetCheck,
+    SandboxConfig,
+    SandboxEvent,
+    SandboxLimits,
+    SandboxMode,
+    SandboxOutcome,
+)
+
+__all__ = ["LAUNCHER", "Command", "ContainedSandbox", "Wrapping"]
+
+LAUNCHER = Path(__file__).with_name("_launch.py")
+_LAUNCH_FAILED = 125
+_LAUNCH_MARK = "ioh-launch:"
+_POLL_SECONDS = 0.02
+_DRAIN_SECONDS = 2.0
+_BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ")
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One command as a backend sees it, everything resolved."""
+
+    argv: tuple[str, ...]
+    """The command, its program an absolute path."""
+    workdir: Path
+    scratch: Path
+    """The command's private folder (its HOME), removed afterwards."""
+    mode: SandboxMode
+    readable: tuple[Path, ...]
+    writable: tuple[Path, ...]
+    config: SandboxConfig
+    seccomp: Path | None
+    """The compiled seccomp filter, when the backend asked for one."""
+    proxy_socket: Path | None
+    """Where the allow-list proxy listens, with ``network="allow_list"``."""
+
+    def writable_paths(self) -> list[Path]:
+        """Every folder the command may write, by its mode."""
+        paths = [self.scratch, *self.writable]
+        if self.mode == "workspace_write":
+            paths.append(self.workdir)
+        return paths
+
+
+@dataclass(frozen=True, slots=True)
+class Wrapping:
+    """How a backend wraps a command: what the launcher does, then what it executes."""
+
+    argv: tuple[str, ...]
+    """What the launcher executes: the command, or a wrapper that runs it."""
+    launcher: Mapping[str, Any] = field(default_factory=dict)
+    """Steps for the launcher: ``uid``/``gid``, ``landlock`` (writable paths), ``seccomp``."""
+    pass_fds: tuple[int, ...] = ()
+    signal_in_status: bool = False
+    """The wrapper reports a command killed by signal N as exit status 128 + N."""
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+class _Output:
+    """Head and tail of one stream; the shared count decides the output cap."""
+
+    def __init__(self, keep: int, counter: _Counter) -> None:
+        self._half = keep // 2
+        self._head, self._tail = bytearray(), bytearray()
+        self.dropped = 0
+        self._counter = counter
+
+    def feed(self, chunk: bytes) -> None:
+        self._counter.add(len(chunk))
+        room = self._half - len(self._head)
+        if room > 0:
+            self._head += chunk[:room]
+            chunk = chunk[room:]
+        self._tail += chunk
+        excess = len(self._tail) - self._half
+        if excess > 0:
+            del self._tail[:excess]
+            self.dropped += excess
+
+    def text(self) -> str:
+        head = self._head.decode("utf-8", "replace")
+        tail = self._tail.decode("utf-8", "replace")
+        if self.dropped:
+            return f"{head}\n[... {self.dropped} bytes of output cut here ...]\n{tail}"
+        return head + tail
+
+
+class _Counter:
+    def __init__(self, cap: int, on_cap: Any) -> None:
+        self._total, self._cap, self._on_cap = 0, cap, on_cap
+        self._lock = threading.Lock()
+
+    def add(self, count: int) -> None:
+        with self._lock:
+            self._total += count
+            over = self._total > self._cap
+        if over:
+            self._on_cap("output")
+
+
+def _drain(stream: IO[bytes], sink: _Output) -> None:
+    try:
+        while chunk := os.read(stream.fileno(), 65536):
+            sink.feed(chunk)
+    except OSError:
+        pass
+    finally:
+        stream.close()
+
+
+def _rlimits(limits: SandboxLimits, cgroups: CommandCgroups | None) -> dict[str, list[int]]:
+    cpu = math.ceil(limits.cpu_seconds)
+    chosen = {
+        "RLIMIT_CPU": [cpu, cpu + 1],  # SIGXCPU at the cap, SIGKILL a second later
+        "RLIMIT_FSIZE": [limits.file_size_bytes] * 2,
+        "RLIMIT_CORE": [0, 0],
+        "RLIMIT_NOFILE": [limits.open_files] * 2,
+    }
+    if cgroups is None or not cgroups.caps_memory:
+        chosen["RLIMIT_AS"] = [limits.memory_bytes] * 2
+    if (cgroups is None or not cgroups.caps_processes) and os.geteuid() != 0:
+        chosen["RLIMIT_NPROC"] = [limits.processes] * 2
+    # Never ask for more than the harness itself may have.
+    for name, pair in chosen.items():
+        _, hard = resource.getrlimit(getattr(resource, name))
+        if hard != resource.RLIM_INFINITY:
+            chosen[name] = [min(value, hard) for value in pair]
+    return chosen
+
+
+def _resolve_program(argv: Sequence[str], workdir: Path, path: str) -> str | None:
+    program = argv[0]
+    if "/" in program:
+        candidate = workdir / program
+        return str(candidate) if os.access(candidate, os.X_OK) else None
+    return shutil.which(program, path=path)
+
+
+def _base_env(scratch: Path, extra: Mapping[str, str] | None) -> dict[str, str]:
+    # The harness's own environment (API keys among it) never reaches a command.
+    env = {key: os.environ[key] for key in _BASE_ENV_KEYS if key in os.environ}
+    env.setdefault("PATH", os.defpath)
+    env.update(HOME=str(scratch), TMPDIR=str(scratch))
+    env.update(extra or {})
+    return env
+
+
+class ContainedSandbox(abc.ABC):
+    """A backend that runs commands through the launcher; subclasses say how they wrap."""
+
+    backend_name = "floor"
+    needs_seccomp = False
+    denies_network = False
+
+    def __init__(self, config: SandboxConfig | None = None) -> None:
+        self._config = config or SandboxConfig()
+        self.selection: tuple[str, ...] = ()
+        """The backends :func:`~io_harness.sandbox.select` passed by before this one, and why."""
+
+    @property
+    def name(self) -> str:
+        """The backend's name, as the trace records it."""
+        return self.backend_name
+
+    @property
+    def config(self) -> SandboxConfig:
+        """The configuration this sandbox enforces."""
+        return self._config
+
+    @abc.abstractmethod
+    def wrap(self, command: Command) -> Wrapping:
+        """How this backend runs ``command``."""
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        workdir: Path,
+        env: Mapping[str, str] | None = None,
+        limits: SandboxLimits | None = None,
+        mode: SandboxMode | None = None,
+        readable: Sequence[Path] = (),
+        writable: Sequence[Path] = (),
+        stdin: bytes | None = None,
+        net_check: NetCheck | None = None,
+    ) -> SandboxOutcome:
+        """Run ``argv`` (no shell) in ``workdir``; see :class:`~io_harness.sandbox.Sandbox`."""
+        limits = limits or self._config.limits
+        mode = mode or self._config.mode
+        workdir = Path(workdir).resolve()
+        events = [
+            SandboxEvent("create", self.name, {"mode": mode, "limits": limits.record()}),
+        ]
+        scratch = Path(tempfile.mkdtemp(prefix="ioh-sandbox-"))
+        cgroups: CommandCgroups | None = None
+        started = time.monotonic()
+        try:
+            run_env = _base_env(scratch, env)
+            program = _resolve_program(argv, workdir, run_env["PATH"])
+            if program is None:
+                return self._unstarted(argv, events, started, f"{argv[0]}: not found")
+            command = Command(
+                argv=(program, *argv[1:]),
+                workdir=workdir,
+                scratch=scratch,
+                mode=mode,
+                readable=tuple(Path(p).resolve() for p in readable),
+                writable=tuple(Path(p).resolve() for p in writable),
+                config=self._config,
+                seccomp=self._write_seccomp(scratch),
+                proxy_socket=scratch / "proxy.sock"
+                if self._config.network == "allow_list"
+                else None,
+            )
+            cgroups = CommandCgroups.create(limits) if sys.platform == "linux" else None
+            if command.proxy_socket is None:
+                return await self._launch(command, run_env, limits, cgroups, stdin, events)
+            from io_harness.sandbox._proxy import NetProxy
+
+            run_env["IOH_PROXY_SOCKET"] = str(command.proxy_socket)
+            allowed = self._config.allow_hosts
+            async with NetProxy(
+                command.proxy_socket, allow_hosts=allowed, net_check=net_check
+            ) as proxy:
+                outcome = await self._launch(command, run_env, limits, cgroups, stdin, events)
+            decisions = tuple(
+                SandboxEvent(
+                    "net",
+                    self.name,
+                    {"target": f"{d.host}:{d.port}", "allowed": d.allowed, "reason": d.reason},
+                )
+                for d in proxy.decisions
+            )
+            *before, destroyed = outcome.events
+            return dataclasses.replace(outcome, events=(*before, *decisions, destroyed))
+        finally:
+            if cgroups is not None:
+                await in_thread(cgroups.destroy)
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def _write_seccomp(self, scratch: Path) -> Path | None:
+        if not self.needs_seccomp:
+            return None
+        from io_harness.sandbox._seccomp import seccomp_program
+
+        path = scratch / ".seccomp.bpf"
+        path.write_bytes(seccomp_program(deny_network=self._config.network != "open"))
+        return path
+
+    def _unstarted(
+        self, argv: Sequence[str], events: list[SandboxEvent], started: float, why: str
+    ) -> SandboxOutcome:
+        events.append(SandboxEvent("destroy", self.name, {}))
+        return SandboxOutcome(
+            backend=self.name,
+            argv=tuple(argv),
+            exit_code=None,
+            signal=None,
+            cap_hit=None,
+            stdout="",
+            stderr="",
+            truncated=False,
+            duration=time.monotonic() - started,
+            spawn_error=why,
+            events=tuple(events),
+        )
+
+    async def _launch(
+        self,
+        command: Command,
+        env: dict[str, str],
+        limits: SandboxLimits,
+        cgroups: CommandCgroups | None,
+        stdin: bytes | None,
+        events: list[SandboxEvent],
+    ) -> SandboxOutcome:
+        started = time.monotonic()
+        wrapping = self.wrap(command)
+        spec = {
+            **wrapping.launcher,
+            "cgroups": cgroups.paths if cgroups else [],
+            "rlimits": _rlimits(limits, cgroups),
+            "cwd": str(command.workdir),
+            "argv": list(wrapping.argv),
+        }
+        env.update(wrapping.env)
+        watch = _Watch(cgroups, started + limits.wall_seconds)
+        keep = min(limits.output_bytes, OUTPUT_CAP_BYTES)
+        counter = _Counter(limits.output_bytes, watch.hit)
+        out, err = _Output(keep, counter), _Output(keep, counter)
+        proc, drains = _start(spec, command, env, wrapping.pass_fds, (out, err))
+        watch.proc = proc
+        if proc.stdin is not None:
+            _feed(proc.stdin, stdin or b"")
+        try:
+            await in_thread(watch.supervise)
+        finally:
+            _kill_tree(proc.pid, cgroups)
+            proc.wait()
+        first_cap = watch.first_cap
+        status = _Status.of(proc.returncode, wrapping)
+        cap = first_cap[0] if first_cap else _cap_after(status.signal, limits, cgroups)
+        if cgroups is not None:
+            await in_thread(cgroups.destroy)  # before the drains: survivors hold the pipes
+        drain_deadline = time.monotonic() + _DRAIN_SECONDS
+
+        def join_drains() -> None:
+            for drain in drains:
+                drain.join(max(0.0, drain_deadline - time.monotonic()))
+
+        await in_thread(join_drains)
+        duration = time.monotonic() - started
+        stderr = err.text()
+        spawn_error = None
+        if status.exit_code == _LAUNCH_FAILED and _LAUNCH_MARK in stderr:
+            spawn_error = stderr.split(_LAUNCH_MARK, 1)[1].strip().splitlines()[0]
+        argv = command.argv
+        events.append(SandboxEvent("exec", self.name, {"argv": list(argv), "duration": duration}))
+        if cap is not None:
+            events.append(SandboxEvent("cap_hit", self.name, {"cap": cap}))
+        events.append(SandboxEvent("destroy", self.name, {}))
+        return SandboxOutcome(
+            backend=self.name,
+            argv=argv,
+            exit_code=status.exit_code,
+            signal=status.signal,
+            cap_hit=cap,
+            stdout=out.text(),
+            stderr=stderr,
+            truncated=bool(out.dropped or err.dropped or cap == "output"),
+            duration=duration,
+            spawn_error=spawn_error,
+            events=tuple(events),
+        )
+
+
+class _Watch:
+    """Watches one command for its caps and kills the whole tree at the first."""
+
+    def __init__(self, cgroups: CommandCgroups | None, deadline: float) -> None:
+        self.cgroups, self.deadline = cgroups, deadline
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.first_cap: list[Cap] = []
+        self._lock = threading.Lock()
+
+    def hit(self, cap: Cap) -> None:
+        with self._lock:
+            if not self.first_cap:
+                self.first_cap.append(cap)
+        if self.proc is not None:
+            _kill_tree(self.proc.pid, self.cgroups)
+
+    def supervise(self) -> None:
+        assert self.proc is not None
+        while self.proc.poll() is None:
+            if time.monotonic() >= self.deadline:
+                self.hit("wall")
+            elif self.cgroups is not None and (cap := self.cgroups.cap_hit()) is not None:
+                self.hit(cap)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(_POLL_SECONDS)
+
+
+def _start(
+    spec: Mapping[str, Any],
+    command: Command,
+    env: Mapping[str, str],
+    pass_fds: tuple[int, ...],
+    sinks: tuple[_Output, _Output],
+) -> tuple[subprocess.Popen[bytes], list[threading.Thread]]:
+    """Start the launcher in a new session, and a drain for each of its output streams."""
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-B", str(LAUNCHER), json.dumps(spec)],
+            cwd=command.scratch,
+            env=dict(env),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            pass_fds=pass_fds,
+        )
+    finally:
+        for fd in pass_fds:
+            os.close(fd)
+    assert proc.stdout is not None and proc.stderr is not None
+    drains = [
+        threading.Thread(target=_drain, args=(stream, sink), daemon=True)
+        for stream, sink in zip((proc.stdout, proc.stderr), sinks, strict=True)
+    ]
+    for drain in drains:
+        drain.start()
+    return proc, drains
+
+
+@dataclass(frozen=True, slots=True)
+class _Status:
+    exit_code: int | None
+    signal: int | None
+
+    @classmethod
+    def of(cls, returncode: int, wrapping: Wrapping) -> _Status:
+        if returncode < 0:
+            return cls(None, -returncode)
+        if wrapping.signal_in_status and returncode > 128:
+            return cls(None, returncode - 128)
+        return cls(returncode, None)
+
+
+def _cap_after(
+    killed_by: int | None, limits: SandboxLimits, cgroups: CommandCgroups | None
+) -> Cap | None:
+    """The cap that ended a command the supervisor did not kill itself."""
+    if cgroups is not None and (cap := cgroups.cap_hit()) is not None:
+        return cap
+    if killed_by == signal.SIGXCPU:
+        return "cpu"
+    if killed_by == signal.SIGXFSZ:
+        return "file_size"
+    # The hard CPU rlimit (the cap + 1 s) kills with SIGKILL.
+    spent = cgroups.cpu_used_ns() if cgroups is not None else 0
+    if killed_by == signal.SIGKILL and spent >= limits.cpu_seconds * 1e9:
+        return "cpu"
+    return None
+
+
+def _feed(stream: IO[bytes], data: bytes) -> None:
+    with contextlib.suppress(OSError):
+        stream.write(data)
+    with contextlib.suppress(OSError):
+        stream.close()
+
+
+def _kill_tree(pid: int, cgroups: CommandCgroups | None) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    if cgroups is not None:
+        cgroups.kill()
