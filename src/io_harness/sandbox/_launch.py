@@ -15,6 +15,7 @@ import ctypes
 import json
 import os
 import resource
+import signal
 import struct
 import sys
 
@@ -120,6 +121,27 @@ def _seccomp(path: str) -> None:
         _fail(f"loading the seccomp filter failed (errno {ctypes.get_errno()})")
 
 
+def _stay_as_init() -> None:
+    """In a new pid namespace, run the command as a child and reap until it ends.
+
+    The kernel drops default-action signals sent to a namespace's init, so a
+    command running as pid 1 would outlive SIGXFSZ. The exit status carries a
+    signal as 128 + N, as bubblewrap's does.
+    """
+    child = os.fork()
+    if child == 0:
+        return
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(LAUNCH_FAILED)
+        if pid == child:
+            if os.WIFSIGNALED(status):
+                os._exit(128 + os.WTERMSIG(status))
+            os._exit(os.WEXITSTATUS(status))
+
+
 def main() -> None:
     spec = json.loads(sys.argv[1])
     try:
@@ -138,6 +160,12 @@ def main() -> None:
             os.chdir(spec["cwd"])
     except OSError as exc:
         _fail(f"setting up the sandbox failed: {exc}")
+    # Python ignores these two, and a wrapper may block signals: both survive exec.
+    for name in ("SIGPIPE", "SIGXFSZ"):
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    if os.getpid() == 1:
+        _stay_as_init()
     argv = spec["argv"]
     try:
         os.execv(argv[0], argv)

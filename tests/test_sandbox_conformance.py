@@ -1,0 +1,379 @@
+"""One conformance suite every sandbox backend on this machine passes.
+
+Each test runs real commands in the backend and checks what the operating
+system let them do. A backend skips only what it cannot do, and says why.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import textwrap
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from io_harness.sandbox import (
+    BubblewrapSandbox,
+    FloorSandbox,
+    LandlockSandbox,
+    NamespacesSandbox,
+    Sandbox,
+    SandboxConfig,
+    SandboxLimits,
+    SandboxOutcome,
+)
+from io_harness.sandbox._linux import NOBODY
+from io_harness.sandbox._spawn import ContainedSandbox
+
+BACKENDS: dict[str, type[ContainedSandbox]] = {
+    "floor": FloorSandbox,
+    "bubblewrap": BubblewrapSandbox,
+    "landlock": LandlockSandbox,
+    "namespaces": NamespacesSandbox,
+}
+CONFINES_WRITES = {"bubblewrap", "landlock", "namespaces"}
+DENIES_NETWORK = {"bubblewrap", "landlock", "namespaces"}
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+@dataclass
+class Harness:
+    """A backend, a workspace it may write, a folder outside it, and the python to run."""
+
+    name: str
+    backend: type[ContainedSandbox]
+    workspace: Path
+    outside: Path
+    python: str
+
+    def sandbox(self, **limits: float) -> Sandbox:
+        config = SandboxConfig(
+            limits=SandboxLimits(**{"wall_seconds": 60, **limits}), accept_floor=True
+        )
+        sandbox: Sandbox = self.backend(config)
+        return sandbox
+
+    async def python_run(self, code: str, **limits: float) -> SandboxOutcome:
+        argv = [self.python, "-c", textwrap.dedent(code)]
+        return await self.sandbox(**limits).run(argv, workdir=self.workspace)
+
+
+def _open_folder() -> Path:
+    # Landlock as root runs the command as nobody: folders it could write without
+    # Landlock prove that Landlock, not file modes, stops the write.
+    folder = Path(tempfile.mkdtemp(prefix="ioh-conformance-"))
+    folder.chmod(0o777)
+    if os.geteuid() == 0:
+        os.chown(folder, NOBODY, NOBODY)
+    return folder
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
+    name: str = request.param
+    backend = BACKENDS[name]
+    ok, reason = backend.available()
+    if not ok:
+        pytest.skip(f"{name} is not available here: {reason}")
+    python = sys.executable
+    if name == "landlock" and os.geteuid() == 0:
+        # As nobody, the command cannot reach an interpreter under /root.
+        if not os.path.exists(SYSTEM_PYTHON):
+            pytest.skip("landlock as root needs a python that nobody may run")
+        python = SYSTEM_PYTHON
+    workspace, outside = _open_folder(), _open_folder()
+    (workspace / "notes.txt").write_text("in the workspace\n")
+    try:
+        yield Harness(name, backend, workspace, outside, python)
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+        shutil.rmtree(outside, ignore_errors=True)
+
+
+def _skip_unless(harness: Harness, names: set[str], why: str) -> None:
+    if harness.name not in names:
+        pytest.skip(f"{harness.name} {why}")
+
+
+def _processes_with(token: str) -> list[int]:
+    """Every process on the machine whose command line holds ``token``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if token.encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+async def test_reading_the_workspace_works(harness: Harness) -> None:
+    outcome = await harness.python_run("print(open('notes.txt').read(), end='')")
+    assert outcome.exit_code == 0, outcome.stderr
+    assert outcome.stdout == "in the workspace\n"
+    assert outcome.backend == harness.name
+    assert outcome.cap_hit is None
+
+
+async def test_writing_the_workspace_works(harness: Harness) -> None:
+    outcome = await harness.python_run("open('made.txt', 'w').write('made')")
+    assert outcome.exit_code == 0, outcome.stderr
+    assert (harness.workspace / "made.txt").read_text() == "made"
+
+
+async def test_writes_outside_the_workspace_fail(harness: Harness) -> None:
+    _skip_unless(harness, CONFINES_WRITES, "cannot confine writes (the floor has no file rules)")
+    target = harness.outside / "escaped.txt"
+    outcome = await harness.python_run(f"open({str(target)!r}, 'w').write('out')")
+    assert outcome.exit_code != 0
+    assert not target.exists()
+
+
+async def test_read_only_mode_refuses_workspace_writes(harness: Harness) -> None:
+    _skip_unless(harness, CONFINES_WRITES, "cannot confine writes (the floor has no file rules)")
+    argv = [harness.python, "-c", "open('made.txt', 'w').write('made')"]
+    outcome = await harness.sandbox().run(argv, workdir=harness.workspace, mode="read_only")
+    assert outcome.exit_code != 0
+    assert not (harness.workspace / "made.txt").exists()
+
+
+@pytest.fixture
+def loopback_server() -> Iterator[tuple[int, list[str]]]:
+    """A TCP server on the host's loopback that records each connection it accepts."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.1)
+    seen: list[str] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            seen.append("connected")
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1], seen
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+
+
+async def test_a_loopback_server_on_the_host_is_unreachable(
+    harness: Harness, loopback_server: tuple[int, list[str]]
+) -> None:
+    _skip_unless(harness, DENIES_NETWORK, "cannot deny the network")
+    port, seen = loopback_server
+    outcome = await harness.python_run(
+        f"""
+        import socket
+        socket.create_connection(("127.0.0.1", {port}), timeout=5).close()
+        print("reached")
+        """
+    )
+    assert outcome.exit_code != 0
+    assert "reached" not in outcome.stdout
+    assert seen == []
+
+
+async def test_dns_fails(harness: Harness) -> None:
+    _skip_unless(harness, DENIES_NETWORK, "cannot deny the network")
+    outcome = await harness.python_run(
+        """
+        import socket
+        socket.getaddrinfo("pypi.org", 443)
+        print("resolved")
+        """
+    )
+    assert outcome.exit_code != 0
+    assert "resolved" not in outcome.stdout
+
+
+async def test_cpu_cap_kills(harness: Harness) -> None:
+    outcome = await harness.python_run("while True: pass", cpu_seconds=1)
+    assert outcome.cap_hit == "cpu"
+    assert outcome.exit_code is None
+
+
+async def test_wall_cap_kills(harness: Harness) -> None:
+    outcome = await harness.python_run("import time; time.sleep(600)", wall_seconds=1)
+    assert outcome.cap_hit == "wall"
+    assert outcome.timed_out
+
+
+async def test_memory_cap_kills(harness: Harness) -> None:
+    outcome = await harness.python_run(
+        """
+        chunks = []
+        while True:
+            chunks.append(bytearray(16 << 20))
+        """,
+        memory_bytes=128 << 20,
+    )
+    assert outcome.cap_hit == "memory", (outcome.summary, outcome.stderr[-300:])
+
+
+async def test_process_cap_kills(harness: Harness) -> None:
+    outcome = await harness.python_run(
+        """
+        import os, time
+        for _ in range(200):
+            if os.fork() == 0:
+                time.sleep(600)
+                os._exit(0)
+        time.sleep(600)
+        """,
+        processes=16,
+    )
+    assert outcome.cap_hit == "processes", (outcome.summary, outcome.stderr[-300:])
+
+
+async def test_output_cap_kills(harness: Harness) -> None:
+    outcome = await harness.python_run(
+        """
+        import sys
+        while True:
+            sys.stdout.write("x" * 65536)
+        """,
+        output_bytes=1 << 20,
+    )
+    assert outcome.cap_hit == "output"
+    assert outcome.truncated
+    assert "bytes of output cut here" in outcome.stdout
+
+
+async def test_file_size_cap_kills(harness: Harness) -> None:
+    # dd, not Python: CPython ignores SIGXFSZ and sees EFBIG instead of being killed.
+    argv = ["dd", "if=/dev/zero", "of=big.bin", "bs=65536", "count=64"]
+    sandbox = harness.sandbox(file_size_bytes=1 << 20)
+    outcome = await sandbox.run(argv, workdir=harness.workspace)
+    assert outcome.cap_hit == "file_size", (outcome.summary, outcome.stderr)
+    assert (harness.workspace / "big.bin").stat().st_size <= 1 << 20
+
+
+def _linger(token: str) -> str:
+    """Code that re-executes Python with ``token`` in its command line, so it can be found."""
+    return (
+        "os.execv(sys.executable, "
+        f"[sys.executable, '-c', 'import time; time.sleep(600)', {token!r}])"
+    )
+
+
+@pytest.mark.parametrize("escape", ["setsid", "double-fork"])
+async def test_escapers_are_killed(harness: Harness, escape: str) -> None:
+    token = f"ioh-escaper-{uuid.uuid4().hex}"
+    linger = _linger(token)
+    if escape == "setsid":
+        body = f"if os.fork() == 0:\n    os.setsid()\n    {linger}"
+    else:
+        body = (
+            f"if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        {linger}\n"
+            "    os._exit(0)"
+        )
+    code = f"import os, sys, time\n{body}\ntime.sleep(0.5)\nprint('leader done')"
+    outcome = await harness.sandbox().run([harness.python, "-c", code], workdir=harness.workspace)
+    assert outcome.exit_code == 0, outcome.stderr
+    assert outcome.stdout == "leader done\n"
+    assert _processes_with(token) == []
+
+
+async def test_nothing_survives_a_cap_kill(harness: Harness) -> None:
+    token = f"ioh-survivor-{uuid.uuid4().hex}"
+    code = (
+        "import os, sys, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        f"    {_linger(token)}\n"
+        "time.sleep(600)"
+    )
+    sandbox = harness.sandbox(wall_seconds=2)
+    outcome = await sandbox.run([harness.python, "-c", code], workdir=harness.workspace)
+    assert outcome.cap_hit == "wall"
+    assert _processes_with(token) == []
+
+
+async def test_the_scratch_folder_is_gone(harness: Harness) -> None:
+    outcome = await harness.python_run(
+        "import os; home = os.environ['HOME']; open(home + '/x', 'w').write('x'); print(home)"
+    )
+    assert outcome.exit_code == 0, outcome.stderr
+    scratch = Path(outcome.stdout.strip())
+    assert scratch.name.startswith("ioh-sandbox-")
+    assert not scratch.exists()
+
+
+async def test_a_missing_program_is_a_spawn_error(harness: Harness) -> None:
+    outcome = await harness.sandbox().run(["no-such-program-ioh"], workdir=harness.workspace)
+    assert outcome.spawn_error is not None
+    assert "not found" in outcome.spawn_error
+    assert outcome.exit_code is None
+
+
+async def test_the_harness_environment_does_not_leak(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("IOH_SECRET_KEY", "sk-not-for-commands")
+    outcome = await harness.python_run("import os; print(os.environ.get('IOH_SECRET_KEY'))")
+    assert outcome.stdout == "None\n"
+
+
+async def test_events_trace_the_command(harness: Harness) -> None:
+    outcome = await harness.python_run("import time; time.sleep(600)", wall_seconds=1)
+    kinds = [event.kind for event in outcome.events]
+    assert kinds == ["create", "exec", "cap_hit", "destroy"]
+    assert outcome.events[0].detail["limits"]["wall_seconds"] == 1
+    assert outcome.events[2].detail == {"cap": "wall"}
+
+
+async def test_the_allow_list_proxy_lets_through_only_what_is_allowed(
+    harness: Harness, loopback_server: tuple[int, list[str]]
+) -> None:
+    _skip_unless(harness, DENIES_NETWORK, "cannot deny the network, so has no allow-list")
+    port, seen = loopback_server
+    asked: list[str] = []
+
+    async def net_check(host: str, wanted: int) -> bool:
+        asked.append(f"{host}:{wanted}")
+        return wanted == port
+
+    code = f"""
+        import os, socket
+        def connect(target):
+            client = socket.socket(socket.AF_UNIX)
+            client.connect(os.environ["IOH_PROXY_SOCKET"])
+            client.sendall(f"CONNECT {{target}} HTTP/1.1\\r\\n\\r\\n".encode())
+            answer = client.recv(200).decode().splitlines()[0]
+            client.close()
+            return answer
+        print(connect("127.0.0.1:{port}"))
+        print(connect("127.0.0.1:{port + 1 if port < 65535 else port - 1}"))
+        print(connect("pypi.org:443"))
+        """
+    config = SandboxConfig(network="allow_list", allow_hosts=("127.0.0.1",))
+    sandbox = harness.backend(config)
+    argv = [harness.python, "-c", textwrap.dedent(code)]
+    outcome = await sandbox.run(argv, workdir=harness.workspace, net_check=net_check)
+    assert outcome.exit_code == 0, outcome.stderr
+    first, second, third = outcome.stdout.splitlines()
+    assert " 200 " in first
+    assert " 403 " in second
+    assert " 403 " in third
+    assert seen == ["connected"]
+    nets = [event.detail for event in outcome.events if event.kind == "net"]
+    assert [(n["allowed"]) for n in nets] == [True, False, False]
