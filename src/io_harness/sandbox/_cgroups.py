@@ -96,6 +96,7 @@ class CommandCgroups:
     groups: dict[str, Path] = field(default_factory=dict)
     """Each group's folder, by controller (``unified`` for cgroup v2)."""
     cpu_limit_ns: int | None = None
+    destroyed: bool = False
 
     @classmethod
     def create(cls, limits: SandboxLimits) -> CommandCgroups | None:
@@ -223,6 +224,7 @@ class CommandCgroups:
                         removed = False
                         break
                     time.sleep(0.005)
+        self.destroyed = removed
         return removed
 
 

@@ -15,6 +15,7 @@ import json
 import math
 import os
 import resource
+import selectors
 import shutil
 import signal
 import subprocess
@@ -129,16 +130,6 @@ class _Counter:
             over = self._total > self._cap
         if over:
             self._on_cap("output")
-
-
-def _drain(stream: IO[bytes], sink: _Output) -> None:
-    try:
-        while chunk := os.read(stream.fileno(), 65536):
-            sink.feed(chunk)
-    except OSError:
-        pass
-    finally:
-        stream.close()
 
 
 def _rlimits(limits: SandboxLimits, cgroups: CommandCgroups | None) -> dict[str, list[int]]:
@@ -267,7 +258,7 @@ class ContainedSandbox(abc.ABC):
             *before, destroyed = outcome.events
             return dataclasses.replace(outcome, events=(*before, *decisions, destroyed))
         finally:
-            if cgroups is not None:
+            if cgroups is not None and not cgroups.destroyed:
                 await in_thread(cgroups.destroy)
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -321,27 +312,18 @@ class ContainedSandbox(abc.ABC):
         keep = min(limits.output_bytes, OUTPUT_CAP_BYTES)
         counter = _Counter(limits.output_bytes, watch.hit)
         out, err = _Output(keep, counter), _Output(keep, counter)
-        proc, drains = _start(spec, command, env, wrapping.pass_fds, (out, err))
+        proc = _start(spec, command, env, wrapping.pass_fds)
         watch.proc = proc
         if proc.stdin is not None:
             _feed(proc.stdin, stdin or b"")
         try:
-            await in_thread(watch.supervise)
+            await in_thread(lambda: watch.supervise(out, err))
         finally:
             _kill_tree(proc.pid, cgroups)
             proc.wait()
         first_cap = watch.first_cap
         status = _Status.of(proc.returncode, wrapping)
-        cap = first_cap[0] if first_cap else _cap_after(status.signal, limits, cgroups)
-        if cgroups is not None:
-            await in_thread(cgroups.destroy)  # before the drains: survivors hold the pipes
-        drain_deadline = time.monotonic() + _DRAIN_SECONDS
-
-        def join_drains() -> None:
-            for drain in drains:
-                drain.join(max(0.0, drain_deadline - time.monotonic()))
-
-        await in_thread(join_drains)
+        cap = first_cap[0] if first_cap else _cap_after(status.signal, limits, watch.cpu_spent_ns)
         duration = time.monotonic() - started
         stderr = err.text()
         spawn_error = None
@@ -374,6 +356,7 @@ class _Watch:
         self.cgroups, self.deadline = cgroups, deadline
         self.proc: subprocess.Popen[bytes] | None = None
         self.first_cap: list[Cap] = []
+        self.cpu_spent_ns = 0
         self._lock = threading.Lock()
 
     def hit(self, cap: Cap) -> None:
@@ -383,15 +366,75 @@ class _Watch:
         if self.proc is not None:
             _kill_tree(self.proc.pid, self.cgroups)
 
-    def supervise(self) -> None:
-        assert self.proc is not None
-        while self.proc.poll() is None:
-            if time.monotonic() >= self.deadline:
-                self.hit("wall")
-            elif self.cgroups is not None and (cap := self.cgroups.cap_hit()) is not None:
-                self.hit(cap)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(_POLL_SECONDS)
+    def supervise(self, out: _Output, err: _Output) -> None:
+        """Until the tree has ended: keep its output, watch its caps, kill at the first.
+
+        One thread waits on the leader's pidfd and both pipes at once, so an exit
+        is seen at once. After the leader ends, the rest of the tree is killed
+        (survivors would hold the pipes open) and the pipes are read to the end.
+        """
+        proc = self.proc
+        assert proc is not None and proc.stdout is not None and proc.stderr is not None
+        with selectors.DefaultSelector() as selector:
+            for stream, sink in ((proc.stdout, out), (proc.stderr, err)):
+                os.set_blocking(stream.fileno(), False)
+                selector.register(stream, selectors.EVENT_READ, sink)
+            exit_seen = _exit_watch(proc.pid)
+            if exit_seen is not None:
+                selector.register(exit_seen, selectors.EVENT_READ, None)
+            drain_deadline: float | None = None
+            while selector.get_map():
+                for key, _ in selector.select(_POLL_SECONDS):
+                    if key.data is None or not _read_into(key.fileobj, key.data):
+                        selector.unregister(key.fileobj)
+                if drain_deadline is None:
+                    if proc.poll() is None:
+                        self._check_caps()
+                        continue
+                    _kill_tree(proc.pid, self.cgroups)
+                    drain_deadline = time.monotonic() + _DRAIN_SECONDS
+                    if exit_seen is not None and exit_seen in selector.get_map():
+                        selector.unregister(exit_seen)
+                elif time.monotonic() > drain_deadline:
+                    break
+            if exit_seen is not None:
+                os.close(exit_seen)
+        proc.stdout.close()
+        proc.stderr.close()
+        if self.cgroups is not None:
+            # Read the counters before the groups go: an OOM kill shows only there.
+            if not self.first_cap and (cap := self.cgroups.cap_hit()) is not None:
+                self.first_cap.append(cap)
+            self.cpu_spent_ns = self.cgroups.cpu_used_ns()
+            self.cgroups.destroy()
+
+    def _check_caps(self) -> None:
+        if time.monotonic() >= self.deadline:
+            self.hit("wall")
+        elif self.cgroups is not None and (cap := self.cgroups.cap_hit()) is not None:
+            self.hit(cap)
+
+
+def _exit_watch(pid: int) -> int | None:
+    """A descriptor that becomes readable when ``pid`` exits (Linux), else ``None``."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None  # the poll interval then bounds how late an exit is seen
+
+
+def _read_into(stream: Any, sink: _Output) -> bool:
+    """Move what ``stream`` holds into ``sink``; ``False`` at its end."""
+    try:
+        chunk = os.read(stream.fileno(), 65536)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    if not chunk:
+        return False
+    sink.feed(chunk)
+    return True
 
 
 def _start(
@@ -399,9 +442,8 @@ def _start(
     command: Command,
     env: Mapping[str, str],
     pass_fds: tuple[int, ...],
-    sinks: tuple[_Output, _Output],
-) -> tuple[subprocess.Popen[bytes], list[threading.Thread]]:
-    """Start the launcher in a new session, and a drain for each of its output streams."""
+) -> subprocess.Popen[bytes]:
+    """Start the launcher in a new session."""
     try:
         proc = subprocess.Popen(
             [sys.executable, "-I", "-S", "-B", str(LAUNCHER), json.dumps(spec)],
@@ -416,14 +458,7 @@ def _start(
     finally:
         for fd in pass_fds:
             os.close(fd)
-    assert proc.stdout is not None and proc.stderr is not None
-    drains = [
-        threading.Thread(target=_drain, args=(stream, sink), daemon=True)
-        for stream, sink in zip((proc.stdout, proc.stderr), sinks, strict=True)
-    ]
-    for drain in drains:
-        drain.start()
-    return proc, drains
+    return proc
 
 
 @dataclass(frozen=True, slots=True)
@@ -440,19 +475,14 @@ class _Status:
         return cls(returncode, None)
 
 
-def _cap_after(
-    killed_by: int | None, limits: SandboxLimits, cgroups: CommandCgroups | None
-) -> Cap | None:
+def _cap_after(killed_by: int | None, limits: SandboxLimits, cpu_spent_ns: int) -> Cap | None:
     """The cap that ended a command the supervisor did not kill itself."""
-    if cgroups is not None and (cap := cgroups.cap_hit()) is not None:
-        return cap
     if killed_by == signal.SIGXCPU:
         return "cpu"
     if killed_by == signal.SIGXFSZ:
         return "file_size"
     # The hard CPU rlimit (the cap + 1 s) kills with SIGKILL.
-    spent = cgroups.cpu_used_ns() if cgroups is not None else 0
-    if killed_by == signal.SIGKILL and spent >= limits.cpu_seconds * 1e9:
+    if killed_by == signal.SIGKILL and cpu_spent_ns >= limits.cpu_seconds * 1e9:
         return "cpu"
     return None
 

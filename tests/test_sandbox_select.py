@@ -1,0 +1,103 @@
+"""Choosing a backend, copying results back, and the limits' own checks."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from io_harness.errors import ConfigError, SandboxError
+from io_harness.sandbox import (
+    SandboxConfig,
+    SandboxLimits,
+    copy_back,
+    probe,
+    select,
+)
+
+linux_only = pytest.mark.skipif(sys.platform != "linux", reason="the Linux chain")
+
+
+@linux_only
+def test_the_default_is_the_first_available_backend_that_denies_the_network() -> None:
+    available = {r.name for r in probe() if r.available}
+    sandbox = select()
+    assert sandbox.name in {"bubblewrap", "namespaces", "landlock"}
+    if "bubblewrap" in available:
+        assert sandbox.name == "bubblewrap"
+
+
+def test_every_backend_is_reported_with_a_reason() -> None:
+    reports = probe()
+    assert {r.name for r in reports} == {
+        "bubblewrap",
+        "landlock",
+        "namespaces",
+        "seatbelt",
+        "jobobject",
+        "floor",
+    }
+    assert all(r.reason for r in reports)
+
+
+def test_the_floor_is_refused_when_the_network_must_be_denied() -> None:
+    with pytest.raises(SandboxError, match="floor: cannot deny the network"):
+        select(SandboxConfig(backends=("floor",)))
+
+
+def test_the_floor_is_taken_when_the_caller_accepts_it() -> None:
+    sandbox = select(SandboxConfig(backends=("floor",), accept_floor=True))
+    assert sandbox.name == "floor"
+
+
+def test_the_floor_is_taken_for_an_open_network() -> None:
+    assert select(SandboxConfig(backends=("floor",), network="open")).name == "floor"
+
+
+def test_what_select_passed_by_is_kept_with_its_reason() -> None:
+    sandbox = select(SandboxConfig(backends=("seatbelt", "jobobject", "floor"), accept_floor=True))
+    if sys.platform not in ("darwin", "win32"):
+        assert sandbox.name == "floor"
+        assert [why.split(":")[0] for why in sandbox.selection] == ["seatbelt", "jobobject"]
+
+
+def test_an_unknown_backend_is_a_sandbox_error() -> None:
+    with pytest.raises(SandboxError, match="unknown sandbox backends"):
+        select(SandboxConfig(backends=("docker",)))
+
+
+def test_limits_are_checked() -> None:
+    with pytest.raises(ConfigError, match="cpu_seconds"):
+        SandboxLimits(cpu_seconds=0)
+    with pytest.raises(ConfigError, match="surprise"):
+        SandboxLimits(surprise=1)  # type: ignore[call-arg]
+
+
+def test_copy_back_copies_only_allowed_regular_files(tmp_path: Path) -> None:
+    work, dest = tmp_path / "work", tmp_path / "dest"
+    (work / "src").mkdir(parents=True)
+    dest.mkdir()
+    (work / "src" / "app.py").write_text("print('new')\n")
+    (work / "secret.env").write_text("KEY=1\n")
+    (tmp_path / "outside.txt").write_text("not yours\n")
+    os.symlink(tmp_path / "outside.txt", work / "link.txt")
+    os.symlink("src/app.py", work / "inner-link.py")
+
+    report = copy_back(
+        work,
+        dest,
+        ["src/app.py", "secret.env", "link.txt", "inner-link.py", "../outside.txt", "gone.txt"],
+        allowed=lambda path: not path.endswith(".env"),
+    )
+
+    assert report.copied == ["src/app.py"]
+    assert (dest / "src" / "app.py").read_text() == "print('new')\n"
+    refused = dict(report.refused)
+    assert "policy" in refused["secret.env"]
+    assert "outside" in refused["link.txt"]
+    assert refused["inner-link.py"] == "not a regular file"
+    assert "'..'" in refused["../outside.txt"]
+    assert "cannot read" in refused["gone.txt"]
+    assert not (dest / "secret.env").exists()
