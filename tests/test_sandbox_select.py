@@ -36,7 +36,7 @@ def test_every_backend_is_reported_with_a_reason() -> None:
         "landlock",
         "namespaces",
         "seatbelt",
-        "jobobject",
+        "job_object",
         "floor",
     }
     assert all(r.reason for r in reports)
@@ -57,10 +57,10 @@ def test_the_floor_is_taken_for_an_open_network() -> None:
 
 
 def test_what_select_passed_by_is_kept_with_its_reason() -> None:
-    sandbox = select(SandboxConfig(backends=("seatbelt", "jobobject", "floor"), accept_floor=True))
+    sandbox = select(SandboxConfig(backends=("seatbelt", "job_object", "floor"), accept_floor=True))
     if sys.platform not in ("darwin", "win32"):
         assert sandbox.name == "floor"
-        assert [why.split(":")[0] for why in sandbox.selection] == ["seatbelt", "jobobject"]
+        assert [why.split(":")[0] for why in sandbox.selection] == ["seatbelt", "job_object"]
 
 
 def test_an_unknown_backend_is_a_sandbox_error() -> None:

@@ -43,7 +43,7 @@ def _classes() -> dict[str, Any]:
         "landlock": LandlockSandbox,
         "namespaces": NamespacesSandbox,
         "seatbelt": SeatbeltSandbox,
-        "jobobject": JobObjectSandbox,
+        "job_object": JobObjectSandbox,
         "floor": FloorSandbox,
     }
 
@@ -59,7 +59,7 @@ def _chain() -> tuple[str, ...]:
     if sys.platform == "darwin":
         return ("seatbelt", "floor")
     if sys.platform == "win32":
-        return ("jobobject",)
+        return ("job_object",)
     return ("floor",)
 
 

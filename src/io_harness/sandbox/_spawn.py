@@ -26,9 +26,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from io_harness._process import OUTPUT_CAP_BYTES, in_thread
+from io_harness._process import OUTPUT_CAP_BYTES, _feed, in_thread
 from io_harness.sandbox._cgroups import CommandCgroups
 from io_harness.sandbox._types import (
     Cap,
@@ -485,13 +485,6 @@ def _cap_after(killed_by: int | None, limits: SandboxLimits, cpu_spent_ns: int) 
     if killed_by == signal.SIGKILL and cpu_spent_ns >= limits.cpu_seconds * 1e9:
         return "cpu"
     return None
-
-
-def _feed(stream: IO[bytes], data: bytes) -> None:
-    with contextlib.suppress(OSError):
-        stream.write(data)
-    with contextlib.suppress(OSError):
-        stream.close()
 
 
 def _kill_tree(pid: int, cgroups: CommandCgroups | None) -> None:
