@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -101,3 +102,30 @@ def test_copy_back_copies_only_allowed_regular_files(tmp_path: Path) -> None:
     assert "'..'" in refused["../outside.txt"]
     assert "cannot read" in refused["gone.txt"]
     assert not (dest / "secret.env").exists()
+
+
+@linux_only
+def test_a_harness_process_leaves_no_cgroup_behind(tmp_path: Path) -> None:
+    from io_harness.sandbox._cgroups import _parents
+
+    if not _parents():
+        pytest.skip("no writable cgroup hierarchy here: nothing to leave behind")
+    code = (
+        "import asyncio, os, sys\n"
+        "from io_harness.sandbox import FloorSandbox, SandboxConfig\n"
+        "sandbox = FloorSandbox(SandboxConfig(accept_floor=True))\n"
+        f"done = asyncio.run(sandbox.run(['true'], workdir={str(tmp_path)!r}))\n"
+        "print(os.getpid(), done.exit_code)\n"
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    pid, exit_code = child.stdout.split()
+    assert exit_code == "0"
+    left = [
+        folder
+        for parent in _parents().values()
+        for folder in parent.iterdir()
+        if folder.name.startswith(f"ioh-{pid}-")
+    ]
+    assert left == []

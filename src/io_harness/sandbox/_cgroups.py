@@ -1,20 +1,28 @@
 """Cgroups for one command: memory, process-count and CPU caps, and a kill of the whole tree.
 
-A group is made per command under the harness's own cgroup in each writable
-hierarchy this machine mounts: cgroup v1 ``memory``, ``pids`` and
-``cpuacct``, and cgroup v2 (whose ``cgroup.kill`` ends every process in the
-group at once, setsid and double-fork escapers included). Where none is
-writable, :meth:`CommandCgroups.create` returns ``None`` and the caller
-falls back to rlimits and the process group.
+Each command runs in a set of groups under the harness's own cgroup, one in
+each writable hierarchy this machine mounts: cgroup v1 ``memory``, ``pids``
+and ``cpuacct``, and cgroup v2 (whose ``cgroup.kill`` ends every process in
+the group at once, setsid and double-fork escapers included). Where none is
+writable, :meth:`CommandCgroups.acquire` returns ``None`` and the caller falls
+back to rlimits and the process group.
+
+Making a group and first joining it costs the kernel tens of milliseconds,
+so emptied sets are kept in a pool and reused; the counters a cap is read
+from are compared with their values when the set was taken. Pooled sets are
+removed when the harness exits; a set left by a harness that was killed is
+removed by the next one (its name carries the dead pid).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import itertools
 import os
 import signal
+import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +31,8 @@ from io_harness.sandbox._types import Cap, SandboxLimits
 __all__ = ["CommandCgroups", "cgroups_report"]
 
 _V2 = "unified"
+_CONTROLLERS = ("memory", "pids", "cpuacct", _V2)
+_PREFIX = "ioh-"
 
 
 def _mounts() -> dict[str, Path]:
@@ -40,7 +50,7 @@ def _mounts() -> dict[str, Path]:
             found.setdefault(_V2, Path(parts[1]))
         elif parts[2] == "cgroup":
             for option in parts[3].split(","):
-                if option in ("memory", "pids", "cpuacct"):
+                if option in _CONTROLLERS:
                     found.setdefault(option, Path(parts[1]))
     return found
 
@@ -61,15 +71,17 @@ def _own_paths() -> dict[str, str]:
     return own
 
 
-def _parent_for(controller: str) -> Path | None:
-    mount = _mounts().get(controller)
-    if mount is None:
-        return None
-    own = mount / _own_paths().get(controller, "/").lstrip("/")
-    for candidate in (own, mount):
-        if candidate.is_dir() and os.access(candidate, os.W_OK):
-            return candidate
-    return None
+def _parents() -> dict[str, Path]:
+    """Where this process may make groups, by controller."""
+    mounts, own = _mounts(), _own_paths()
+    parents = {}
+    for controller, mount in mounts.items():
+        mine = mount / own.get(controller, "/").lstrip("/")
+        for candidate in (mine, mount):
+            if candidate.is_dir() and os.access(candidate, os.W_OK):
+                parents[controller] = candidate
+                break
+    return parents
 
 
 def _read_counter(path: Path, key: str) -> int:
@@ -89,45 +101,48 @@ def _write(path: Path, value: str) -> bool:
     return True
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @dataclass
 class CommandCgroups:
-    """The cgroups one command runs in; made, watched, killed and removed by the harness."""
+    """The cgroups one command runs in; taken from the pool, watched, emptied and given back."""
 
     groups: dict[str, Path] = field(default_factory=dict)
     """Each group's folder, by controller (``unified`` for cgroup v2)."""
     cpu_limit_ns: int | None = None
-    destroyed: bool = False
+    released: bool = False
+    _baseline: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def create(cls, limits: SandboxLimits) -> CommandCgroups | None:
-        """Groups with ``limits`` applied, or ``None`` when no hierarchy is writable here."""
-        made = cls()
-        name = f"ioh-{uuid.uuid4().hex[:12]}"
-        for controller in ("memory", "pids", "cpuacct", _V2):
-            parent = _parent_for(controller)
-            if parent is None:
-                continue
-            folder = parent / name
-            try:
-                folder.mkdir()
-            except OSError:
-                continue
-            made.groups[controller] = folder
-        if not made.groups:
+    def acquire(cls, limits: SandboxLimits) -> CommandCgroups | None:
+        """A set with ``limits`` applied, or ``None`` when no hierarchy is writable here."""
+        made = _POOL.take()
+        if made is None:
             return None
+        made.released = False
         made._apply(limits)
+        made._baseline = made._counters()
         return made
 
     def _apply(self, limits: SandboxLimits) -> None:
-        memory = self.groups.get("memory")
+        memory, pids, unified = (self.groups.get(k) for k in ("memory", "pids", _V2))
         if memory is not None:
+            # Swap would let the tree grow past the cap instead of being killed; the
+            # limit with swap may not be below the limit without, so order the writes.
+            with_swap = memory / "memory.memsw.limit_in_bytes"
+            _write(with_swap, "-1")
             _write(memory / "memory.limit_in_bytes", str(limits.memory_bytes))
-            # Swap would let the tree grow past the cap instead of being killed.
-            _write(memory / "memory.memsw.limit_in_bytes", str(limits.memory_bytes))
-        pids = self.groups.get("pids")
+            _write(with_swap, str(limits.memory_bytes))
         if pids is not None:
             _write(pids / "pids.max", str(limits.processes))
-        unified = self.groups.get(_V2)
         if unified is not None:
             # Used where v2 has the controllers; a v1 group above already holds the cap.
             if memory is None:
@@ -135,8 +150,23 @@ class CommandCgroups:
                 _write(unified / "memory.swap.max", "0")
             if pids is None:
                 _write(unified / "pids.max", str(limits.processes))
-        if "cpuacct" in self.groups or bool(unified and (unified / "cpu.stat").exists()):
-            self.cpu_limit_ns = int(limits.cpu_seconds * 1e9)
+        has_cpu = "cpuacct" in self.groups or bool(unified and (unified / "cpu.stat").exists())
+        self.cpu_limit_ns = int(limits.cpu_seconds * 1e9) if has_cpu else None
+
+    def _counters(self) -> dict[str, int]:
+        memory, pids, unified = (self.groups.get(k) for k in ("memory", "pids", _V2))
+        counters = {"cpu": self._cpu_total_ns()}
+        if memory is not None:
+            counters["oom_v1"] = _read_counter(memory / "memory.oom_control", "oom_kill")
+        if unified is not None:
+            counters["oom_v2"] = _read_counter(unified / "memory.events", "oom_kill")
+            counters["pids_v2"] = _read_counter(unified / "pids.events", "max")
+        if pids is not None:
+            counters["pids_v1"] = _read_counter(pids / "pids.events", "max")
+        return counters
+
+    def _grown(self, name: str, now: dict[str, int]) -> bool:
+        return now.get(name, 0) > self._baseline.get(name, 0)
 
     @property
     def paths(self) -> list[str]:
@@ -156,21 +186,17 @@ class CommandCgroups:
         return "pids" in self.groups or bool(unified and (unified / "pids.max").exists())
 
     def cap_hit(self) -> Cap | None:
-        """The cap the tree has reached, if any."""
-        memory, pids, unified = (self.groups.get(k) for k in ("memory", "pids", _V2))
-        if memory is not None and _read_counter(memory / "memory.oom_control", "oom_kill"):
+        """The cap the tree has reached since the set was taken, if any."""
+        now = self._counters()
+        if self._grown("oom_v1", now) or self._grown("oom_v2", now):
             return "memory"
-        if unified is not None and _read_counter(unified / "memory.events", "oom_kill"):
-            return "memory"
-        for group in (pids, unified):
-            if group is not None and _read_counter(group / "pids.events", "max"):
-                return "processes"
+        if self._grown("pids_v1", now) or self._grown("pids_v2", now):
+            return "processes"
         if self.cpu_limit_ns is not None and self.cpu_used_ns() > self.cpu_limit_ns:
             return "cpu"
         return None
 
-    def cpu_used_ns(self) -> int:
-        """CPU time the tree has used, in nanoseconds."""
+    def _cpu_total_ns(self) -> int:
         cpuacct = self.groups.get("cpuacct")
         if cpuacct is not None:
             with contextlib.suppress(OSError, ValueError):
@@ -179,6 +205,10 @@ class CommandCgroups:
         if unified is not None:
             return _read_counter(unified / "cpu.stat", "usage_usec") * 1000
         return 0
+
+    def cpu_used_ns(self) -> int:
+        """CPU time the tree has used since the set was taken, in nanoseconds."""
+        return self._cpu_total_ns() - self._baseline.get("cpu", 0)
 
     def pids(self) -> set[int]:
         """Every process still in the groups."""
@@ -202,35 +232,101 @@ class CommandCgroups:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
 
-    def destroy(self, patience: float = 5.0) -> bool:
-        """Kill the tree, wait for it to be gone, remove the groups; whether all went."""
+    def release(self, patience: float = 5.0) -> bool:
+        """Kill the tree and wait until it is gone; whether it went (the set is then reused)."""
+        if self.released:
+            return True
         deadline = time.monotonic() + patience
         while True:
             self.kill()
-            if not self.pids() or time.monotonic() > deadline:
+            if not self.pids():
                 break
-            time.sleep(0.005)
-        removed = True
+            if time.monotonic() > deadline:
+                _POOL.discard(self)
+                return False
+            time.sleep(0.002)
+        self.released = True
+        memory = self.groups.get("memory")
+        if memory is not None:
+            # Page cache the command left stays charged to the group; uncharge it.
+            _write(memory / "memory.force_empty", "0")
+        _POOL.give_back(self)
+        return True
+
+    def remove(self) -> None:
+        """Remove the groups' folders (the pool does this at exit)."""
         for folder in self.groups.values():
-            while True:
-                try:
-                    folder.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    # An exiting process keeps the group busy for a moment.
-                    if time.monotonic() > deadline:
-                        removed = False
-                        break
-                    time.sleep(0.005)
-        self.destroyed = removed
-        return removed
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+
+
+class _Pool:
+    """Emptied group sets, ready to be taken again; removed when the harness exits."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[CommandCgroups] = []
+        self._all: list[CommandCgroups] = []
+        self._numbers = itertools.count()
+        self._parents: dict[str, Path] | None = None
+
+    def take(self) -> CommandCgroups | None:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+            if self._parents is None:
+                self._parents = _parents()
+                _sweep(self._parents)
+                atexit.register(self.remove_all)
+            parents = self._parents
+            name = f"{_PREFIX}{os.getpid()}-{next(self._numbers)}"
+        made = CommandCgroups()
+        for controller, parent in parents.items():
+            with contextlib.suppress(OSError):
+                (parent / name).mkdir()
+                made.groups[controller] = parent / name
+        if not made.groups:
+            return None
+        with self._lock:
+            self._all.append(made)
+        return made
+
+    def give_back(self, groups: CommandCgroups) -> None:
+        with self._lock:
+            self._idle.append(groups)
+
+    def discard(self, groups: CommandCgroups) -> None:
+        with self._lock:
+            if groups in self._all:
+                self._all.remove(groups)
+
+    def remove_all(self) -> None:
+        with self._lock:
+            for groups in self._all:
+                groups.kill()
+                groups.remove()
+            self._all.clear()
+            self._idle.clear()
+
+
+def _sweep(parents: dict[str, Path]) -> None:
+    """Remove empty groups that a harness process, now gone, left behind."""
+    for parent in parents.values():
+        with contextlib.suppress(OSError):
+            for folder in parent.iterdir():
+                owner = folder.name.removeprefix(_PREFIX).split("-", 1)[0]
+                ours = folder.name.startswith(_PREFIX) and owner.isdigit()
+                if ours and not _pid_alive(int(owner)):
+                    with contextlib.suppress(OSError):
+                        folder.rmdir()
+
+
+_POOL = _Pool()
 
 
 def cgroups_report() -> str:
     """Which hierarchies a command's groups would use on this machine, for ``ioh doctor``."""
-    usable = [c for c in ("memory", "pids", "cpuacct", _V2) if _parent_for(c) is not None]
+    usable = [c for c in _CONTROLLERS if c in _parents()]
     if not usable:
         return "no writable cgroup hierarchy: caps fall back to rlimits"
     names = {_V2: "v2 (cgroup.kill)"}

@@ -236,7 +236,7 @@ class ContainedSandbox(abc.ABC):
                 if self._config.network == "allow_list"
                 else None,
             )
-            cgroups = CommandCgroups.create(limits) if sys.platform == "linux" else None
+            cgroups = CommandCgroups.acquire(limits) if sys.platform == "linux" else None
             if command.proxy_socket is None:
                 return await self._launch(command, run_env, limits, cgroups, stdin, events)
             from io_harness.sandbox._proxy import NetProxy
@@ -258,8 +258,8 @@ class ContainedSandbox(abc.ABC):
             *before, destroyed = outcome.events
             return dataclasses.replace(outcome, events=(*before, *decisions, destroyed))
         finally:
-            if cgroups is not None and not cgroups.destroyed:
-                await in_thread(cgroups.destroy)
+            if cgroups is not None and not cgroups.released:
+                await in_thread(cgroups.release)
             shutil.rmtree(scratch, ignore_errors=True)
 
     def _write_seccomp(self, scratch: Path) -> Path | None:
@@ -406,7 +406,7 @@ class _Watch:
             if not self.first_cap and (cap := self.cgroups.cap_hit()) is not None:
                 self.first_cap.append(cap)
             self.cpu_spent_ns = self.cgroups.cpu_used_ns()
-            self.cgroups.destroy()
+            self.cgroups.release()
 
     def _check_caps(self) -> None:
         if time.monotonic() >= self.deadline:
