@@ -6,6 +6,7 @@ system let them do. A backend skips only what it cannot do, and says why.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import socket
@@ -377,3 +378,27 @@ async def test_the_allow_list_proxy_lets_through_only_what_is_allowed(
     assert seen == ["connected"]
     nets = [event.detail for event in outcome.events if event.kind == "net"]
     assert [(n["allowed"]) for n in nets] == [True, False, False]
+
+
+async def test_a_cancelled_run_leaves_nothing_behind(harness: Harness) -> None:
+    token = f"ioh-cancelled-{uuid.uuid4().hex}"
+    started = harness.workspace / "started"
+    code = (
+        "import os, sys, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        f"    {_linger(token)}\n"
+        f"open({str(started)!r}, 'w').write(os.environ['HOME'])\n"
+        "time.sleep(600)"
+    )
+    run = asyncio.ensure_future(
+        harness.sandbox().run([harness.python, "-c", code], workdir=harness.workspace)
+    )
+    while not started.exists() or not started.read_text():
+        assert not run.done(), run.result()
+        await asyncio.sleep(0.05)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert _processes_with(token) == []
+    assert not Path(started.read_text()).exists()

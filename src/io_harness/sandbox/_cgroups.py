@@ -120,6 +120,7 @@ class CommandCgroups:
     cpu_limit_ns: int | None = None
     released: bool = False
     _baseline: dict[str, int] = field(default_factory=dict)
+    _releasing: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
     def acquire(cls, limits: SandboxLimits) -> CommandCgroups | None:
@@ -233,7 +234,15 @@ class CommandCgroups:
                     os.kill(pid, signal.SIGKILL)
 
     def release(self, patience: float = 5.0) -> bool:
-        """Kill the tree and wait until it is gone; whether it went (the set is then reused)."""
+        """Kill the tree and wait until it is gone; whether it went (the set is then reused).
+
+        Safe to call from two threads (a cancelled run and its supervisor): the set
+        goes back to the pool once.
+        """
+        with self._releasing:
+            return self._release(patience)
+
+    def _release(self, patience: float) -> bool:
         if self.released:
             return True
         deadline = time.monotonic() + patience
