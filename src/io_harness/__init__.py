@@ -79,6 +79,7 @@ from io_harness.providers import (
     Replay,
     StreamingProvider,
 )
+from io_harness.sandbox import Sandbox, SandboxConfig, SandboxLimits, SandboxOutcome
 from io_harness.store import RunSummary, Store, Trace
 from io_harness.verify import (
     AllOf,
@@ -149,7 +150,11 @@ __all__ = [
     "RunResult",
     "RunStarted",
     "RunSummary",
+    "Sandbox",
+    "SandboxConfig",
     "SandboxError",
+    "SandboxLimits",
+    "SandboxOutcome",
     "StdinApprover",
     "StepFinished",
     "StorageError",

@@ -16,8 +16,13 @@ against the TOML file's folder::
     [budget]
     max_steps = 20
 
+A workspace contract may add optional tools: ``tools = ["exec"]``.
+
 A ``[policy]`` table is not part of the contract: :meth:`Policy.from_toml`
-reads it, and ``ioh run`` governs the run by it.
+reads it, and ``ioh run`` governs the run by it. Nor is a ``[sandbox]`` table
+(the fields of :class:`~io_harness.sandbox.SandboxConfig`; its limits in
+``[sandbox.limits]``): :func:`sandbox_config` reads it, and ``ioh run`` selects
+the run's sandbox by it. Both are checked when the contract loads.
 """
 
 from __future__ import annotations
@@ -29,14 +34,16 @@ from pydantic import ValidationError
 
 from io_harness._validation import describe_validation, loading, read_config_text, read_toml
 from io_harness.errors import ConfigError
+from io_harness.sandbox import SandboxConfig
 
 if TYPE_CHECKING:
     from io_harness.contract import TaskContract
 
-__all__ = ["load_contract"]
+__all__ = ["load_contract", "sandbox_config", "sandbox_table"]
 
-_KEYS = {"goal", "root", "file", "verify", "constraints", "budget", "policy"}
-_NOT_CONTRACT = ("root", "file", "policy")  # the subject is rebuilt; the policy is Policy's
+_KEYS = {"goal", "root", "file", "verify", "constraints", "budget", "tools", "policy", "sandbox"}
+_NOT_CONTRACT = ("root", "file", "policy", "sandbox")
+# The subject is rebuilt from root or file; the policy is Policy's; the sandbox is the run's.
 
 
 def load_contract(cls: type[TaskContract], path: Path) -> TaskContract:
@@ -51,6 +58,8 @@ def load_contract(cls: type[TaskContract], path: Path) -> TaskContract:
     has_root, has_file = "root" in data, "file" in data
     if has_root == has_file:
         raise ConfigError(f"{path}: give exactly one of 'root' (a workspace) or 'file'")
+    if "sandbox" in data:
+        sandbox_table(data["sandbox"], path)
     fields: dict[str, Any] = {k: v for k, v in data.items() if k not in _NOT_CONTRACT}
     for key in ("root", "file"):
         if key in data and not isinstance(data[key], str):
@@ -89,3 +98,24 @@ def _criterion(value: Any, folder: Path, path: Path, key: str) -> Any:
             for i, part in enumerate(value["criteria"])
         ]
     return value
+
+
+def sandbox_config(path: Path) -> SandboxConfig | None:
+    """The sandbox configuration in the ``[sandbox]`` table of a contract file, if it has one."""
+    data = read_toml(path, "contract")
+    return sandbox_table(data["sandbox"], path) if "sandbox" in data else None
+
+
+def sandbox_table(value: Any, path: Path) -> SandboxConfig:
+    """A parsed ``[sandbox]`` table as a :class:`SandboxConfig`; a mistake names its key."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: sandbox: expected a table")
+    try:
+        with loading():
+            return SandboxConfig.model_validate(value)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"sandbox.{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
+            for error in exc.errors(include_url=False)
+        )
+        raise ConfigError(f"{path}: {problems}") from None

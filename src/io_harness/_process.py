@@ -116,11 +116,12 @@ async def in_thread(function: Callable[[], T]) -> T:
 
     def target() -> None:
         try:
-            result = function()
+            result, error = function(), None
         except BaseException as exc:
-            loop.call_soon_threadsafe(_settle, future, None, exc)
-        else:
-            loop.call_soon_threadsafe(_settle, future, result, None)
+            result, error = None, exc
+        # A caller that was cancelled may have seen its loop closed since.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(_settle, future, result, error)
 
     threading.Thread(target=target, daemon=True).start()
     return await future
@@ -146,8 +147,9 @@ async def run_process(
 ) -> ProcessOutcome:
     """Run ``argv`` in ``cwd`` and wait at most ``timeout`` seconds.
 
-    The child reads ``stdin`` (then end of input), or nothing. Its stdout and stderr are captured, each kept to
-    ``output_cap`` bytes with the cut stated in the text. When the call is
+    The child reads ``stdin`` (then end of input), or nothing. Its stdout and
+    stderr are captured, each kept to ``output_cap`` bytes with the cut stated
+    in the text. When the call is
     cancelled, the group is killed before the cancellation goes on.
     """
     argv = tuple(argv)

@@ -19,9 +19,13 @@ from pydantic import (
 from io_harness._validation import CheckedModel, describe_validation
 from io_harness.errors import ConfigError
 from io_harness.pricing import MICROS
+from io_harness.sandbox import Sandbox
 from io_harness.verify import Criterion, Mode, Subject
 
-__all__ = ["Budget", "TaskContract"]
+__all__ = ["OPTIONAL_TOOLS", "Budget", "TaskContract"]
+
+OPTIONAL_TOOLS = ("exec",)
+"""Tools a workspace contract may add to the file tools, by name."""
 
 
 class Budget(CheckedModel):
@@ -77,11 +81,30 @@ class TaskContract(BaseModel):
     verify: Criterion
     constraints: tuple[str, ...] = ()
     budget: Budget = Field(default_factory=Budget)
+    tools: tuple[str, ...] = ()
+    """Optional tools the run offers besides the file tools (workspace mode): ``"exec"``."""
+
+    @field_validator("tools")
+    @classmethod
+    def _known_tools(cls, tools: tuple[str, ...]) -> tuple[str, ...]:
+        for name in tools:
+            if name not in OPTIONAL_TOOLS:
+                raise ValueError(
+                    f"unknown tool {name!r}; the optional tools are: {', '.join(OPTIONAL_TOOLS)}"
+                )
+        if len(set(tools)) != len(tools):
+            raise ValueError("a tool is named twice")
+        return tools
 
     @model_validator(mode="after")
     def _consistent(self) -> TaskContract:
         if (self.mode == "file") != (self.path is not None):
             raise ValueError("a single-file contract names a path; a workspace one does not")
+        if self.mode == "file" and self.tools:
+            raise ValueError(
+                f"a single-file contract has only its two file tools; {self.tools[0]!r} needs "
+                "a workspace contract"
+            )
         return self
 
     @classmethod
@@ -115,8 +138,13 @@ class TaskContract(BaseModel):
         *,
         constraints: Sequence[str] = (),
         budget: Budget | None = None,
+        tools: Sequence[str] = (),
     ) -> TaskContract:
-        """A workspace contract: the agent works on every file under ``root``."""
+        """A workspace contract: the agent works on every file under ``root``.
+
+        ``tools`` adds optional tools: ``["exec"]`` lets the agent run commands
+        (no shell; each checked by the policy as ``exec``, run in the sandbox).
+        """
         return cls._build(
             goal=goal,
             mode="workspace",
@@ -124,6 +152,7 @@ class TaskContract(BaseModel):
             verify=verify,
             constraints=constraints,
             budget=budget or Budget(),
+            tools=tools,
         )
 
     @classmethod
@@ -131,6 +160,9 @@ class TaskContract(BaseModel):
         if isinstance(fields["constraints"], str):
             raise ConfigError("constraints is a list of sentences; put a single one in a list")
         fields["constraints"] = tuple(fields["constraints"])
+        if isinstance(fields.get("tools"), str):
+            raise ConfigError("tools is a list of tool names; put a single one in a list")
+        fields["tools"] = tuple(fields.get("tools", ()))
         try:
             contract = cls(**fields)
         except ValidationError as exc:
@@ -148,9 +180,14 @@ class TaskContract(BaseModel):
 
         return load_contract(cls, Path(path))
 
-    def subject(self, deadline: float | None = None) -> Subject:
-        """What the criterion checks, with the time the run has left."""
-        return Subject(mode=self.mode, root=self.root, file=self.path, deadline=deadline)
+    def subject(self, deadline: float | None = None, sandbox: Sandbox | None = None) -> Subject:
+        """What the criterion checks, with the time the run has left.
+
+        The criterion's commands run in ``sandbox``; ``None``: directly.
+        """
+        return Subject(
+            mode=self.mode, root=self.root, file=self.path, deadline=deadline, sandbox=sandbox
+        )
 
     def check(self) -> None:
         """Raise :class:`ConfigError` for what would make the run fail before it starts."""

@@ -1,4 +1,4 @@
-"""The ``ioh`` command: run, resume, list and show runs, decide approvals, and the demo.
+"""The ``ioh`` command: run, resume, list and show runs, decide approvals, doctor, the demo.
 
 Errors are one line on stderr and a non-zero exit; ``--debug`` shows the
 traceback instead.
@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from io_harness import __version__
+from io_harness._contract_toml import sandbox_config
 from io_harness._demo import CASSETTE, prepare, use_this_python
 from io_harness.cli._launch import (
     STORED,
@@ -37,9 +38,10 @@ from io_harness.cli._permissions import (
     show_console_policy,
 )
 from io_harness.cli._render import LiveReport, render_result, render_runs, render_trace
+from io_harness.cli._sandbox import cmd_doctor, sandbox_choice, with_sandbox
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, HarnessError
-from io_harness.loop import RunOutcome, RunResult, resume, run
+from io_harness.loop import DEFAULT_SANDBOX, RunOutcome, RunResult, resume, run
 from io_harness.policy import Approver, Policy
 from io_harness.pricing import PriceTable
 from io_harness.providers import SPEC_FORMS, Provider, Replay
@@ -110,6 +112,7 @@ def _parser() -> argparse.ArgumentParser:
     _with_policy_file(sub)
     _with_approver(sub)
     sub.add_argument("--run-id", help="name the run (default: generated)")
+    with_sandbox(sub)
     sub.set_defaults(handler=_cmd_run)
 
     sub = _with_store(commands.add_parser("resume", help="continue a run from its last step"))
@@ -122,6 +125,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="resume under --policy instead of the policy the run was started with",
     )
+    with_sandbox(sub)
     sub.set_defaults(handler=_cmd_resume)
 
     _add_permission_commands(commands)
@@ -133,6 +137,11 @@ def _parser() -> argparse.ArgumentParser:
     sub = _with_store(commands.add_parser("show", help="show one run's trace"))
     sub.add_argument("run_id")
     sub.set_defaults(handler=_cmd_show)
+
+    sub = commands.add_parser(
+        "doctor", help="which sandboxes this machine offers, and which one a run gets"
+    )
+    sub.set_defaults(handler=cmd_doctor)
 
     sub = _with_store(commands.add_parser("demo", help="run the bundled example offline"))
     sub.add_argument("--dir", type=Path, help="copy the example here (default: a new temp folder)")
@@ -165,6 +174,7 @@ def _add_permission_commands(commands: Any) -> None:
             "--no-resume", action="store_true", help="store the decision; resume it later"
         )
         _with_approver(sub)
+        with_sandbox(sub)
         sub.add_argument(
             "--request",
             metavar="ID",
@@ -214,6 +224,9 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     provider = provider_from_specs(args.provider)
     prices = prices_for(args)
     approver = approver_for(args.approver_choice)
+    sandbox = sandbox_choice(args, console)
+    if sandbox is DEFAULT_SANDBOX:
+        sandbox = sandbox_config(args.contract) or DEFAULT_SANDBOX
     with Store.open(args.store) as store:
         result = _drive(
             console,
@@ -227,6 +240,7 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
                 policy=policy,
                 approver=approver,
                 labels=launch_labels(args),
+                sandbox=sandbox,
             ),
             approver,
         )
@@ -268,6 +282,7 @@ def _resume(
     replace_policy: bool = False,
 ) -> int:
     approver = approver_for(args.approver_choice)
+    sandbox = sandbox_choice(args, console)
     result = _drive(
         console,
         lambda report: resume(
@@ -279,6 +294,7 @@ def _resume(
             approver=approver,
             policy=policy,
             replace_policy=replace_policy,
+            sandbox=sandbox,
         ),
         approver,
     )

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.status import Status
 from rich.text import Text
 
+from io_harness.cli._sandbox import cap_lines, sandbox_counts, sandbox_line
 from io_harness.loop import RunResult
 from io_harness.observe import (
     AwaitingApproval,
@@ -161,11 +162,13 @@ def render_trace(trace: Trace) -> RenderableType:
             f"[bold]{escape(run.id)}[/]  {state}  {run.steps} steps  "
             f"{run.tokens:,} tokens  {elapsed:.1f} s\n"
             f"goal: {escape(run.goal)}\nprovider: {escape(run.provider)} ({escape(run.model)})\n"
-            f"spend: {escape(spend(run.cost_micros, run.unpriced_calls))}"
+            f"spend: {escape(spend(run.cost_micros, run.unpriced_calls))}\n"
+            f"{sandbox_line(trace)}"
         )
     )
     by_step: dict[int, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    for table in ("steps", "provider_calls", "permissions", "tool_calls", "verifications"):
+    tables = ("steps", "provider_calls", "permissions", "tool_calls", "verifications")
+    for table in (*tables, "sandbox_events"):
         for row in getattr(trace, table):
             by_step[row["step"]][table].append(row)
     texts = dict(_assistant_texts(trace))
@@ -195,7 +198,10 @@ def render_trace(trace: Trace) -> RenderableType:
             trigger = check["trigger"].replace("_", " ")
             summary = json.loads(check["result"]).get("summary") or _last_line(check["output"])
             lines.append(f"  check ({escape(trigger)}): {verdict} {escape(summary)}")
+        lines.extend(cap_lines(rows["sandbox_events"]))
         parts.append(Text.from_markup("\n".join(lines)))
+    if trace.sandbox_events:
+        parts.append(Text.from_markup(sandbox_counts(trace.sandbox_events)))
     parts.append(Text.from_markup(f"outcome: {state}"))
     return Group(*parts)
 
@@ -267,6 +273,10 @@ def render_result(result: RunResult, store_hint: str) -> RenderableType:
         lines.append(f"[red]provider error:[/] {escape(str(result.error))}")
     if result.cost_micros or result.unpriced_calls:
         lines.append(f"spend: {escape(spend(result.cost_micros, result.unpriced_calls))}")
+    if result.sandbox == "none":
+        lines.append("[yellow]commands ran without a sandbox[/]")
+    elif result.sandbox is not None:
+        lines.append(f"commands ran in the sandbox: {escape(result.sandbox)}")
     if result.request is not None:
         run_id = escape(result.run_id) + escape(store_hint)
         lines.append(

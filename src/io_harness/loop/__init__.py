@@ -22,19 +22,35 @@ from io_harness.loop._engine import Engine
 from io_harness.loop._events import event_row, run_started
 from io_harness.loop._outcome import RunOutcome, RunResult
 from io_harness.loop._resuming import decision_for, stored_contract, stored_gate
+from io_harness.loop._sandboxing import (
+    DEFAULT_SANDBOX,
+    RunSandbox,
+    SandboxChoice,
+    choose_sandbox,
+)
 from io_harness.observe import Observer
 from io_harness.policy._approval import Approver, Decision
-from io_harness.policy._gate import Gate, canonical_argv
+from io_harness.policy._gate import Access, Gate, canonical_argv
 from io_harness.policy._policy import Policy
-from io_harness.policy._rules import Effect
+from io_harness.policy._rules import Act, Effect
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider, members_of
+from io_harness.sandbox import NetCheck
 from io_harness.store import Store
 from io_harness.store._records import NewRun
-from io_harness.tools import Toolbox, Workspace, single_file_tools, workspace_tools
+from io_harness.tools import ExecTool, Toolbox, Workspace, single_file_tools, workspace_tools
 from io_harness.tools._text import remove_partial_writes
 
-__all__ = ["RunOutcome", "RunResult", "resume", "resume_sync", "run", "run_sync"]
+__all__ = [
+    "DEFAULT_SANDBOX",
+    "RunOutcome",
+    "RunResult",
+    "SandboxChoice",
+    "resume",
+    "resume_sync",
+    "run",
+    "run_sync",
+]
 
 T = TypeVar("T")
 
@@ -44,7 +60,7 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
 
 
-def _toolbox(contract: TaskContract, gate: Gate) -> Toolbox:
+def _toolbox(contract: TaskContract, gate: Gate, chosen: RunSandbox, started_at: float) -> Toolbox:
     """The run's tools, after removing what writes cut short by a crash left behind."""
     if contract.mode == "file":
         assert contract.path is not None
@@ -52,7 +68,25 @@ def _toolbox(contract: TaskContract, gate: Gate) -> Toolbox:
         return Toolbox(single_file_tools(contract.path))
     workspace = Workspace(contract.root, may_read=gate.readable)
     remove_partial_writes(workspace.walk())
-    return Toolbox(workspace_tools(workspace))
+    tools = workspace_tools(workspace)
+    if "exec" in contract.tools:
+        wall = contract.budget.max_wall_seconds
+        wall_end = started_at + wall if wall is not None else None
+        tools.append(ExecTool(workspace, chosen.sandbox, wall_end, _net_check(gate)))
+    return Toolbox(tools)
+
+
+def _net_check(gate: Gate) -> NetCheck:
+    """Each connection a command makes through the sandbox's proxy is a ``net`` act.
+
+    A command cannot wait for a person mid-connection, so only an outright
+    allow lets it through; the verdict is a trace row of the call.
+    """
+
+    async def check(host: str, port: int) -> bool:
+        return gate.check_outright(Access(Act.NET, f"{host}:{port}")).effect is Effect.ALLOW
+
+    return check
 
 
 def _check_criterion(contract: TaskContract, gate: Gate) -> None:
@@ -134,6 +168,7 @@ async def run(
     policy: Policy | None = None,
     approver: Approver | None = None,
     labels: Mapping[str, str] | None = None,
+    sandbox: SandboxChoice = DEFAULT_SANDBOX,
 ) -> RunResult:
     """Run the agent on ``contract`` until the criterion passes or a budget ends it.
 
@@ -152,10 +187,18 @@ async def run(
     ``labels`` are string pairs stored with the run (``RunSummary.labels``),
     for the caller's own bookkeeping.
 
-    Configuration mistakes raise :class:`ConfigError`, and a criterion whose
+    ``sandbox`` is where the criterion's commands and the ``exec`` tool's run:
+    by default the backend ``io_harness.sandbox.select()`` finds for the
+    default :class:`~io_harness.sandbox.SandboxConfig`; a ``SandboxConfig`` is
+    selected for; a :class:`~io_harness.sandbox.Sandbox` is used as given;
+    ``None`` runs them directly, with no containment. The backend and why it
+    was chosen are stored with the run.
+
+    Configuration mistakes raise :class:`ConfigError`, a criterion whose
     commands the policy does not allow outright raises :class:`RefusedError`,
-    before any provider call; everything that happens after is in the
-    returned :class:`RunResult`.
+    and a sandbox configuration no backend here can give raises
+    :class:`SandboxError`, all before any provider call; everything that
+    happens after is in the returned :class:`RunResult`.
     """
     _check_provider(provider)
     _check_approver(approver)
@@ -168,8 +211,11 @@ async def run(
     run_id = run_id or new_run_id()
     gate = Gate(policy, approver, goal=contract.goal, run_id=run_id)
     _check_criterion(contract, gate)
+    chosen = choose_sandbox(sandbox)
     with store.lease(run_id):
-        return await _start(contract, provider, store, run_id, observer, prices, gate, labels)
+        return await _start(
+            contract, provider, store, run_id, observer, prices, gate, labels, chosen
+        )
 
 
 async def _start(
@@ -181,9 +227,10 @@ async def _start(
     prices: PriceTable | None,
     gate: Gate,
     labels: dict[str, str],
+    chosen: RunSandbox,
 ) -> RunResult:
-    toolbox = _toolbox(contract, gate)
     started_at = time.time()
+    toolbox = _toolbox(contract, gate, chosen, started_at)
     started = run_started(run_id, 0, contract, provider, resumed=False)
     store.create_run(
         NewRun(
@@ -199,10 +246,11 @@ async def _start(
             events=(event_row(started),),
             policy_json=gate.policy.model_dump_json(),
             labels=labels,
+            sandbox_json=chosen.record_json(),
         )
     )
     stored = store.load_run(run_id)
-    engine = Engine(contract, provider, store, toolbox, stored, observer, prices, gate)
+    engine = Engine(contract, provider, store, toolbox, stored, observer, prices, gate, chosen)
     return await engine.drive(resumed=False)
 
 
@@ -217,6 +265,7 @@ async def resume(
     decision: Decision | None = None,
     policy: Policy | None = None,
     replace_policy: bool = False,
+    sandbox: SandboxChoice = DEFAULT_SANDBOX,
 ) -> RunResult:
     """Continue a run from its last committed step, with the same conversation.
 
@@ -234,6 +283,11 @@ async def resume(
     decides it (so does a decision stored earlier with ``ioh approve``, or
     else ``approver`` is asked); it is performed once, and the rest of its
     step and the run follow. ``approver`` decides later asks.
+
+    ``sandbox`` is taken as by :func:`run`, except that by default a backend is
+    selected for the configuration the run started with (a run started with
+    ``sandbox=None`` is resumed in the default sandbox unless ``None`` is given
+    again). A :class:`SandboxError` is raised before any provider call.
     """
     _check_provider(provider)
     _check_approver(approver)
@@ -256,8 +310,9 @@ async def resume(
         gate, replaced = stored_gate(stored, contract, approver, policy, replace_policy)
         resumption = Resumption(stored.pending, decision_for(stored, gate, decision), replaced)
         _check_criterion(contract, gate)
-        toolbox = _toolbox(contract, gate)
-        engine = Engine(contract, provider, store, toolbox, stored, observer, prices, gate)
+        chosen = choose_sandbox(sandbox, stored.sandbox_json, run_id)
+        toolbox = _toolbox(contract, gate, chosen, stored.started_at)
+        engine = Engine(contract, provider, store, toolbox, stored, observer, prices, gate, chosen)
         return await engine.drive(resumed=True, resumption=resumption)
 
 
@@ -281,6 +336,7 @@ def run_sync(
     policy: Policy | None = None,
     approver: Approver | None = None,
     labels: Mapping[str, str] | None = None,
+    sandbox: SandboxChoice = DEFAULT_SANDBOX,
 ) -> RunResult:
     """:func:`run` for callers without an event loop."""
     return _sync(
@@ -294,6 +350,7 @@ def run_sync(
             policy=policy,
             approver=approver,
             labels=labels,
+            sandbox=sandbox,
         )
     )
 
@@ -309,6 +366,7 @@ def resume_sync(
     decision: Decision | None = None,
     policy: Policy | None = None,
     replace_policy: bool = False,
+    sandbox: SandboxChoice = DEFAULT_SANDBOX,
 ) -> RunResult:
     """:func:`resume` for callers without an event loop."""
     return _sync(
@@ -322,5 +380,6 @@ def resume_sync(
             decision=decision,
             policy=policy,
             replace_policy=replace_policy,
+            sandbox=sandbox,
         )
     )

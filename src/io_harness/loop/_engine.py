@@ -20,6 +20,7 @@ from io_harness.loop._deferral import Deferrals, Resumption
 from io_harness.loop._events import LIVE_EVENTS, emit, event_row, run_started
 from io_harness.loop._outcome import RunOutcome, RunResult
 from io_harness.loop._progress import DoneCall, StepProgress
+from io_harness.loop._sandboxing import RunSandbox, event_rows
 from io_harness.messages import CompletionRequest, Message, ToolSpec
 from io_harness.observe import (
     Observer,
@@ -70,8 +71,10 @@ class Engine:
         observer: Observer | None,
         prices: PriceTable | None,
         gate: Gate,
+        chosen: RunSandbox,
     ) -> None:
         self.gate = gate
+        self.chosen = chosen
         self.deferrals = Deferrals(stored.id, gate)
         self.finishing_deferred = False
         self.contract = contract
@@ -132,9 +135,11 @@ class Engine:
         # does, or, if the run ends before the model answers, as it ends.
         self.check_pending = resumed
         deferred = resumption.pending
+        sandbox_json = self.chosen.record_json() if resumed else None
         while True:
             record = StepRecord(step=self.steps + 1, started_at=time.time())
             record.policy_json, resumption.policy_json = resumption.policy_json, None
+            record.sandbox_json, sandbox_json = sandbox_json, None
             events, pending = pending, []
             if deferred is not None:
                 progress, resume_at = self.deferrals.start(record, deferred, resumption.decision)
@@ -169,6 +174,7 @@ class Engine:
                     unpriced_calls=self.unpriced_calls,
                     request=self.deferrals.awaiting,
                     remembered=tuple(self.gate.remembered),
+                    sandbox=self.chosen.backend,
                 )
 
     def _take_gate_rows(self, record: StepRecord) -> None:
@@ -250,6 +256,7 @@ class Engine:
             if isinstance(done, Deferral):
                 progress.cleared = list(done.cleared)
                 return self.deferrals.defer(record, events, progress, done.request)
+            record.sandbox_events.extend(event_rows(call.id, done.events))
             self.deferrals.resolved(record)
             resume_at, progress.cleared = None, []
             arguments = call.arguments if done.arguments is None else done.arguments
@@ -343,16 +350,18 @@ class Engine:
             if (verdict := self.gate.check_outright(canonical_argv(argv))).effect
             is not Effect.ALLOW
         ]
+        subject = self.contract.subject(deadline, self.chosen.sandbox)
         try:
             if refused:  # a remembered deny since the run began: the check fails closed
                 raise RefusedError(f"the policy refuses the check: {refused[0].describe()}")
-            result = await criterion.check(self.contract.subject(deadline))
+            result = await criterion.check(subject)
         except Exception as exc:  # a check that breaks fails; it never passes or crashes
             result = VerificationResult(
                 passed=False,
                 criterion=criterion.describe(),
                 output=f"the check could not run: {type(exc).__name__}: {exc}",
             )
+        record.sandbox_events.extend(event_rows("", subject.events))
         result_json = result.model_dump_json()
         record.verifications.append(
             VerificationRow(

@@ -55,6 +55,9 @@ class RunResult:
     """The deferred act an ``AWAITING_APPROVAL`` run waits on."""
     remembered: tuple[Rule, ...] = ()
     """The rules approvers asked the run to remember, oldest first."""
+    sandbox: str | None = None
+    """The sandbox backend the run's commands ran in (``"none"``: directly, uncontained);
+    ``None`` for a run stored before sandboxes were recorded."""
 
     @property
     def request_id(self) -> str | None:
@@ -90,4 +93,14 @@ class RunResult:
             cost_micros=run.cost_micros,
             unpriced_calls=run.unpriced_calls,
             remembered=tuple(remembered_from_json(run.remembered_json)),
+            sandbox=stored_backend(run.sandbox_json),
         )
+
+
+def stored_backend(sandbox_json: str | None) -> str | None:
+    """The backend named in a run's stored sandbox record."""
+    try:
+        backend = json.loads(sandbox_json).get("backend") if sandbox_json else None
+    except (ValueError, AttributeError):
+        return None
+    return backend if isinstance(backend, str) else None

@@ -35,6 +35,11 @@ class Trace(BaseModel):
     """Every verdict of the gate and the decision on it."""
     approvals: tuple[dict[str, Any], ...] = ()
     """Every deferred action, pending, decided or done."""
+    sandbox_events: tuple[dict[str, Any], ...] = ()
+    """What the sandbox did for each command: create, exec, cap_hit, destroy."""
+    sandbox: dict[str, Any] | None = None
+    """The sandbox of the run's last start: ``backend``, ``why`` and ``config``
+    (``None``: stored before sandboxes were recorded)."""
 
 
 class Store(abc.ABC):

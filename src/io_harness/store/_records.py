@@ -20,6 +20,7 @@ __all__ = [
     "PermissionRow",
     "ProviderAttempt",
     "RunSummary",
+    "SandboxEventRow",
     "StepRecord",
     "StoredRun",
     "ToolCallRow",
@@ -45,6 +46,8 @@ class NewRun:
     """The Policy the run is governed by, as JSON."""
     labels: dict[str, str] = field(default_factory=dict)
     """The caller's labels for the run (``ioh`` keeps the provider specs here)."""
+    sandbox_json: str | None = None
+    """The sandbox the run's commands run in: ``{backend, why, config}`` as JSON."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +127,18 @@ class PermissionRow:
 
 
 @dataclass(frozen=True, slots=True)
+class SandboxEventRow:
+    """One thing the sandbox did for a command: create, exec, cap_hit or destroy."""
+
+    call_id: str
+    """The exec tool call; ``""`` for the criterion's commands."""
+    kind: str
+    backend: str
+    detail_json: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
 class ApprovalRow:
     """An action an approver deferred, with the step it interrupted.
 
@@ -171,11 +186,14 @@ class StepRecord:
     verifications: list[VerificationRow] = field(default_factory=list)
     events: list[EventRow] = field(default_factory=list)
     permissions: list[PermissionRow] = field(default_factory=list)
+    sandbox_events: list[SandboxEventRow] = field(default_factory=list)
     finish: Finish | None = None
     remembered_json: str | None = None
     """The run's whole list of remembered rules, when this step changed it."""
     policy_json: str | None = None
     """A policy that replaces the run's from now on (an explicit resume under another)."""
+    sandbox_json: str | None = None
+    """The sandbox a resume chose (``{backend, why, config}``), stored over the run's."""
     defers: ApprovalRow | None = None
     """The action this record stops at; the run becomes ``awaiting``."""
     resolves: ApprovalRow | None = None
@@ -232,6 +250,8 @@ class StoredRun:
     remembered_json: str | None = None
     pending: ApprovalRow | None = None
     """The deferred action the run waits on, when ``status`` is ``awaiting``."""
+    sandbox_json: str | None = None
+    """The sandbox of the run's last start, ``{backend, why, config}``; ``None`` before v4."""
 
 
 class RunSummary(BaseModel):

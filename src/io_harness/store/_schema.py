@@ -158,7 +158,25 @@ CREATE TABLE approvals (
 CREATE INDEX approvals_by_run ON approvals (run_id, status);
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+_V4 = """
+-- JSON {backend, why, config} of the run's last start (or resume); NULL: stored before v4
+ALTER TABLE runs ADD COLUMN sandbox TEXT;
+
+-- What the sandbox did for each command of the run: the exec tool's and the criterion's.
+CREATE TABLE sandbox_events (
+    run_id  TEXT NOT NULL REFERENCES runs (id),
+    seq     INTEGER NOT NULL,                    -- order within the run
+    step    INTEGER NOT NULL,
+    call_id TEXT NOT NULL,                       -- the exec tool call; '' for the criterion
+    kind    TEXT NOT NULL,                       -- create | exec | cap_hit | net | destroy
+    backend TEXT NOT NULL,                       -- the sandbox's name; 'none': run directly
+    detail  TEXT NOT NULL,                       -- JSON: mode, limits, argv, duration, cap
+    at      REAL NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
 """``MIGRATIONS[n]`` takes a store from version ``n`` to ``n + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

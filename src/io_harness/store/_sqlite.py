@@ -37,7 +37,7 @@ Durability = Literal["full", "normal"]
 _RUN_COLUMNS = (
     "id", "goal", "contract", "system_prompt", "tools", "provider", "model", "status",
     "outcome", "steps", *USAGE_COLUMNS, "cost_micros", "unpriced_calls", "started_at",
-    "finished_at", "error", "policy", "remembered", "labels",
+    "finished_at", "error", "policy", "remembered", "labels", "sandbox",
 )  # fmt: skip
 
 
@@ -147,8 +147,8 @@ class SqliteStore(Store):
                 )
             db.execute(
                 "INSERT INTO runs (id, goal, contract, system_prompt, tools, provider, model,"
-                " status, started_at, policy, labels)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
+                " status, started_at, policy, labels, sandbox)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
                 (
                     run.id,
                     run.goal,
@@ -160,6 +160,7 @@ class SqliteStore(Store):
                     run.started_at,
                     run.policy_json,
                     json.dumps(run.labels) if run.labels else None,
+                    run.sandbox_json,
                 ),
             )
             insert_messages(db, run.id, 0, run.messages)
@@ -236,6 +237,7 @@ class SqliteStore(Store):
             labels=_labels(row["labels"]),
             remembered_json=row["remembered"],
             pending=next(iter(self.approvals(run_id)), None),
+            sandbox_json=row["sandbox"],
         )
 
     def _last_check(self, run_id: str) -> str | None:
@@ -282,8 +284,9 @@ class SqliteStore(Store):
 
     def trace(self, run_id: str) -> Trace:
         stored = self.load_run(run_id)
+        row = self._run_row(run_id)
         return Trace(
-            run=self._summary(self._run_row(run_id)),
+            run=self._summary(row),
             messages=tuple(stored.messages),
             steps=self._table("steps", run_id, "step"),
             provider_calls=self._table("provider_calls", run_id, "step, attempt"),
@@ -292,6 +295,8 @@ class SqliteStore(Store):
             events=self._table("events", run_id, "seq"),
             permissions=self._table("permissions", run_id, "seq"),
             approvals=self._table("approvals", run_id, "created_at, id"),
+            sandbox_events=self._table("sandbox_events", run_id, "seq"),
+            sandbox=_sandbox(row["sandbox"]),
         )
 
 
@@ -301,6 +306,14 @@ def _labels(text: str | None) -> dict[str, str]:
     except json.JSONDecodeError:
         return {"(unreadable)": text or ""}
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def _sandbox(text: str | None) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text) if text else None
+    except json.JSONDecodeError:
+        return {"backend": "(unreadable)", "why": text or ""}
+    return value if isinstance(value, dict) else None
 
 
 def _statements(script: str) -> Iterator[str]:

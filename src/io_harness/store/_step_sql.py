@@ -16,9 +16,16 @@ from io_harness.store._approvals_sql import (
     insert_permissions,
     write_approvals,
 )
-from io_harness.store._records import EventRow, Finish, StepRecord
+from io_harness.store._records import EventRow, Finish, SandboxEventRow, StepRecord
 
-__all__ = ["USAGE_COLUMNS", "insert_events", "insert_messages", "usage_values", "write_step"]
+__all__ = [
+    "USAGE_COLUMNS",
+    "insert_events",
+    "insert_messages",
+    "insert_sandbox_events",
+    "usage_values",
+    "write_step",
+]
 
 USAGE_COLUMNS = (
     "input_tokens",
@@ -96,9 +103,11 @@ def write_step(db: sqlite3.Connection, run_id: str, record: StepRecord) -> None:
         )
     insert_events(db, run_id, record.events)
     insert_permissions(db, run_id, record.step, record.permissions)
+    insert_sandbox_events(db, run_id, record.step, record.sandbox_events)
     write_approvals(db, run_id, record)
     for column, value in (("remembered", record.remembered_json),
-                          ("policy", record.policy_json)):  # fmt: skip
+                          ("policy", record.policy_json),
+                          ("sandbox", record.sandbox_json)):  # fmt: skip
         if value is not None:
             db.execute(f"UPDATE runs SET {column} = ? WHERE id = ?", (value, run_id))
     if record.finish is not None:
@@ -178,6 +187,25 @@ def insert_events(db: sqlite3.Connection, run_id: str, events: Sequence[EventRow
         [
             (run_id, seq, e.step, e.kind, e.at, e.data_json)
             for seq, e in enumerate(events, start=last + 1)
+        ],
+    )
+
+
+def insert_sandbox_events(
+    db: sqlite3.Connection, run_id: str, step: int, rows: Sequence[SandboxEventRow]
+) -> None:
+    """Append what the sandbox did in one record, numbered on from the run's last."""
+    if not rows:
+        return
+    (last,) = db.execute(
+        "SELECT coalesce(max(seq), 0) FROM sandbox_events WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    db.executemany(
+        "INSERT INTO sandbox_events (run_id, seq, step, call_id, kind, backend, detail, at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (run_id, seq, step, e.call_id, e.kind, e.backend, e.detail_json, e.at)
+            for seq, e in enumerate(rows, start=last + 1)
         ],
     )
 

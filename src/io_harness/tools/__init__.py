@@ -6,6 +6,7 @@ never raises.
 """
 
 from io_harness.tools._base import Args, Tool, ToolFailure, ToolOutcome
+from io_harness.tools._exec import ExecTool
 from io_harness.tools._files import workspace_tools
 from io_harness.tools._single import single_file_tools
 from io_harness.tools._toolbox import Toolbox
@@ -14,6 +15,7 @@ from io_harness.tools._workspace import SKIPPED_DIRS, PathRefused, Workspace
 __all__ = [
     "SKIPPED_DIRS",
     "Args",
+    "ExecTool",
     "PathRefused",
     "Tool",
     "ToolFailure",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -14,6 +14,9 @@ from io_harness.messages import ToolSpec
 from io_harness.policy._gate import Access
 from io_harness.policy._rules import Act
 from io_harness.tools._workspace import PathRefused
+
+if TYPE_CHECKING:
+    from io_harness.sandbox import SandboxEvent
 
 __all__ = ["Args", "Tool", "ToolFailure", "ToolOutcome", "invoke", "validated"]
 
@@ -27,6 +30,8 @@ class ToolOutcome:
     changed: tuple[str, ...] = ()
     arguments: dict[str, Any] | None = None
     """The arguments the call ran with, when an approver rewrote the model's."""
+    events: tuple[SandboxEvent, ...] = ()
+    """What the sandbox did for the call (``exec``), for the trace."""
 
 
 class ToolFailure(Exception):

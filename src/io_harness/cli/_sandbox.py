@@ -1,0 +1,144 @@
+"""How ``ioh`` chooses and shows sandboxes: ``--no-sandbox``, ``ioh doctor``, the trace's lines."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console, Group, RenderableType
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from io_harness.loop import DEFAULT_SANDBOX, SandboxChoice
+from io_harness.sandbox import BackendReport, SandboxConfig, SandboxError, probe, select
+
+if TYPE_CHECKING:
+    from io_harness.store import Trace
+
+__all__ = [
+    "cap_lines",
+    "cmd_doctor",
+    "render_doctor",
+    "sandbox_choice",
+    "sandbox_counts",
+    "sandbox_line",
+    "with_sandbox",
+]
+
+
+def with_sandbox(sub: argparse.ArgumentParser) -> None:
+    """Add ``--no-sandbox`` to a command that drives a run."""
+    sub.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run commands (the criterion's, exec's) directly, with no containment at all",
+    )
+
+
+def sandbox_choice(args: argparse.Namespace, console: Console) -> SandboxChoice:
+    """``None`` under ``--no-sandbox`` (said loudly), else the default selection."""
+    if not args.no_sandbox:
+        return DEFAULT_SANDBOX
+    console.print(
+        "[bold yellow]warning:[/] --no-sandbox: the criterion's commands and the agent's "
+        "exec calls run directly on this machine, with no sandbox: no caps on memory or "
+        "processes, the network open, every file you can write writable",
+        soft_wrap=True,
+    )
+    return None
+
+
+def cmd_doctor(args: argparse.Namespace, console: Console) -> int:
+    """``ioh doctor``: every backend this machine offers, and which one a run gets."""
+    console.print(render_doctor(probe(), _default_backend()))
+    return 0
+
+
+def _default_backend() -> str | SandboxError:
+    try:
+        return select(SandboxConfig()).name
+    except SandboxError as exc:
+        return exc
+
+
+def sandbox_line(trace: Trace) -> str:
+    """The header line naming where the run's commands ran, and why."""
+    record = trace.sandbox
+    if record is None:
+        return "sandbox: [dim]not recorded (a run stored before sandboxes were)[/]"
+    backend, why = str(record.get("backend")), str(record.get("why") or "")
+    if backend == "none":
+        return f"sandbox: [bold yellow]none[/] ({escape(why)})"
+    return f"sandbox: [bold]{escape(backend)}[/] ({escape(why)})"
+
+
+def cap_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """A step's cap hits: which command, which cap."""
+    lines = []
+    argv: dict[str, str] = {}
+    for row in rows:
+        detail = _detail(row)
+        if row["kind"] == "exec" and isinstance(detail.get("argv"), list):
+            argv[row["call_id"]] = " ".join(str(a) for a in detail["argv"])
+        if row["kind"] == "cap_hit":
+            cap = detail.get("cap") or json.dumps(detail)
+            by = f"exec call {row['call_id']}" if row["call_id"] else "the check"
+            command = argv.get(row["call_id"], "")
+            lines.append(
+                f"  [red]cap hit:[/] {escape(str(cap))} ({escape(by)} in {escape(row['backend'])})"
+                + (f": {_first_line(command)}" if command else "")
+            )
+    return lines
+
+
+def _detail(row: dict[str, Any]) -> dict[str, Any]:
+    try:
+        detail = json.loads(row["detail"])
+    except (TypeError, json.JSONDecodeError):
+        return {}
+    return detail if isinstance(detail, dict) else {}
+
+
+def sandbox_counts(rows: tuple[dict[str, Any], ...]) -> str:
+    """The run's sandbox events counted by kind, in the order they first happened."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["kind"]] = counts.get(row["kind"], 0) + 1
+    listed = ", ".join(f"{n} {escape(kind)}" for kind, n in counts.items())
+    colour = "red" if "cap_hit" in counts else "dim"
+    return f"[{colour}]sandbox events: {listed}[/]"
+
+
+def render_doctor(reports: Sequence[BackendReport], default: str | SandboxError) -> RenderableType:
+    """What ``ioh doctor`` prints: every backend, and the one a run would get."""
+    table = Table(title="sandbox backends", title_justify="left")
+    table.add_column("backend", no_wrap=True)
+    table.add_column("available", no_wrap=True)
+    table.add_column("denies network", no_wrap=True)
+    table.add_column("why", overflow="fold")
+    for report in reports:
+        table.add_row(
+            escape(report.name),
+            "[green]yes[/]" if report.available else "[red]no[/]",
+            "yes" if report.denies_network else "[yellow]no[/]",
+            escape(report.reason),
+        )
+    if isinstance(default, SandboxError):
+        verdict = Text.from_markup(
+            "[red]a run with the default configuration gets no sandbox:[/] "
+            f"{escape(str(default))}\n(it fails before its first model call; a [sandbox] "
+            "table can ask for less, or ioh run --no-sandbox runs without one)"
+        )
+    else:
+        verdict = Text.from_markup(
+            f"a run with the default configuration gets: [bold]{escape(default)}[/]"
+        )
+    return Group(table, verdict)
+
+
+def _first_line(text: str, limit: int = 70) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return escape(first[:limit] + (" ..." if len(first) > limit else ""))
