@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import enum
 import json
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -106,8 +105,7 @@ def _stored_config(stored_json: str | None, run_id: str) -> SandboxConfig | None
 
 
 def event_rows(call_id: str, events: Iterable[SandboxEvent]) -> list[SandboxEventRow]:
-    """Sandbox events as the store keeps them, stamped now unless they carry a time."""
-    now = time.time()
+    """Sandbox events as the store keeps them."""
     return [
         SandboxEventRow(
             call_id=call_id,
@@ -115,7 +113,7 @@ def event_rows(call_id: str, events: Iterable[SandboxEvent]) -> list[SandboxEven
             backend=event.backend,
             # Details are JSON values; a Path a backend put in one is kept as text.
             detail_json=json.dumps(dict(event.detail), default=str),
-            at=float(getattr(event, "at", None) or now),
+            at=event.at,
         )
         for event in events
     ]

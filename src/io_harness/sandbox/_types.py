@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import signal as _signal
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -100,10 +101,8 @@ class SandboxEvent:
     kind: Literal["create", "exec", "cap_hit", "net", "destroy"]
     backend: str
     detail: Mapping[str, Any] = field(default_factory=dict)
-
-    def record(self) -> dict[str, Any]:
-        """The event as plain JSON values."""
-        return {**asdict(self), "detail": dict(self.detail)}
+    at: float = field(default_factory=time.time)
+    """When it happened (Unix time)."""
 
 
 @dataclass(frozen=True, slots=True)
