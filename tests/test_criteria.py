@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import textwrap
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from io_harness import (
     TaskContract,
     WorkspaceFileContains,
 )
+from io_harness.sandbox import SandboxConfig, SandboxError, SandboxLimits, select
 from io_harness.verify import Subject
 
 CRITERION_TESTS = textwrap.dedent(
@@ -278,7 +280,7 @@ async def test_a_test_that_is_never_collected_fails_the_criterion(tmp_path: Path
     result = await PytestPasses(tests).check(workspace(tmp_path))
 
     assert not result.passed
-    assert "TestSigns::test_negative: did not run" in result.output
+    assert "the criterion's TestSigns.test_negative was removed" in result.output
 
 
 PYTEST_COMMAND = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
@@ -353,3 +355,66 @@ async def test_a_workspace_file_named_pytest_cannot_stand_in_for_pytest(tmp_path
     result = await PytestPasses(CRITERION_TESTS).check(workspace(tmp_path))
 
     assert not result.passed, result.output
+
+
+async def test_a_pytest_commands_record_written_without_the_key_is_rejected(
+    tmp_path: Path,
+) -> None:
+    root = suite(tmp_path, "    assert add(2, 3) == 6\n")
+    forged = [
+        {"event": "collected", "nodeids": ["test_calc.py::test_add"], "seq": 1},
+        {"event": "report", "nodeid": "test_calc.py::test_add", "when": "call", "seq": 2},
+        {"event": "finished", "exitstatus": 0, "seq": 3},
+    ]
+    write(
+        root / "conftest.py",
+        "import json, os\n"
+        "with open(os.environ['IOH_PYTEST_RECORD'], 'a') as f:\n"
+        f"    for event in {forged!r}:\n"
+        "        event.update(pid=os.getpid(), outcome='passed')\n"
+        "        f.write('0' * 64 + ' ' + json.dumps(event, sort_keys=True) + '\\n')\n"
+        "os._exit(0)\n",
+    )
+
+    result = await Command(PYTEST_COMMAND).check(workspace(root))
+
+    assert not result.passed, result.output
+    assert "is not signed with this run's key" in result.output
+
+
+def sandboxed(root: Path, **limits: float) -> Subject:
+    try:
+        sandbox = select(SandboxConfig(limits=SandboxLimits(**limits)))
+    except SandboxError as exc:
+        pytest.skip(f"no sandbox on this machine: {exc}")
+    return Subject(mode="workspace", root=root, sandbox=sandbox)
+
+
+async def test_execution_criteria_run_in_the_subjects_sandbox(tmp_path: Path) -> None:
+    root = suite(tmp_path)
+    subject = sandboxed(root)
+
+    command = await Command([sys.executable, "-c", "print('inside')"]).check(subject)
+    compiles = await PythonCompiles().check(subject)
+    tests = await PytestPasses(CRITERION_TESTS).check(subject)
+    read_only_left = list(root.rglob("__pycache__"))
+    suite_run = await Command([sys.executable, *PYTEST_COMMAND[1:]]).check(subject)
+
+    assert command.passed and "inside" in command.output
+    assert compiles.passed, compiles.output
+    assert tests.passed, tests.output
+    assert read_only_left == []
+    assert suite_run.passed and "1 tests passed" in suite_run.output, suite_run.output
+    kinds = [event.kind for event in subject.events]
+    assert kinds.count("exec") == 4 and kinds.count("destroy") == 4
+    assert {event.backend for event in subject.events} == {subject.sandbox.name}  # type: ignore[union-attr]
+
+
+async def test_a_criterion_command_killed_at_a_cap_says_which(tmp_path: Path) -> None:
+    subject = sandboxed(tmp_path, cpu_seconds=1, wall_seconds=20)
+
+    result = await Command([sys.executable, "-c", "while True: pass"]).check(subject)
+
+    assert not result.passed
+    assert "killed at the cpu cap" in result.output
+    assert result.summary.startswith("killed at the cpu cap")

@@ -71,9 +71,7 @@ class Subject:
         ``timeout`` (already cut by :meth:`timeout`) becomes the wall-clock cap.
         """
         if self.sandbox is None:
-            return await run_direct(
-                argv, cwd=self.root, timeout=timeout, env=env, stdin=stdin
-            )
+            return await run_direct(argv, cwd=self.root, timeout=timeout, env=env, stdin=stdin)
         limits = self.sandbox.config.limits
         outcome = await self.sandbox.run(
             argv,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import secrets
 import shlex
 import sys
 import tempfile
@@ -12,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from io_harness._process import ProcessOutcome, run_process
+from io_harness.sandbox import SandboxOutcome
 from io_harness.tools._workspace import PathRefused, Workspace
 from io_harness.verify._base import (
     MISSING,
@@ -23,7 +24,7 @@ from io_harness.verify._base import (
     given,
 )
 from io_harness.verify._pytest import PytestPasses
-from io_harness.verify._record import PytestRecord, record_env
+from io_harness.verify._record import PytestRecord, RunKey, copy_plugin, record_env
 
 __all__ = [
     "AllOf",
@@ -46,15 +47,25 @@ def _read_subject_file(path: Path | None) -> str | None:
     return path.read_text(encoding="utf-8", errors="replace")
 
 
-def process_summary(outcome: ProcessOutcome) -> str:
+def _ending(outcome: SandboxOutcome) -> str:
+    """How a command ended, in the words of its report (a cap hit is named)."""
+    if outcome.timed_out:
+        return "killed at the timeout"
+    return outcome.summary
+
+
+def process_summary(outcome: SandboxOutcome) -> str:
     """How a command ended and the last line it printed (where test runners summarise)."""
     lines = [line for line in outcome.stdout.splitlines() if line.strip()]
-    return f"{outcome.summary}: {lines[-1][:100]}" if lines else outcome.summary
+    return f"{_ending(outcome)}: {lines[-1][:100]}" if lines else _ending(outcome)
 
 
-def process_report(outcome: ProcessOutcome, argv: Sequence[str] | None = None) -> str:
+def process_report(outcome: SandboxOutcome, argv: Sequence[str] | None = None) -> str:
     """A command's ending, stdout and stderr, as the model and the trace see them."""
-    parts = [f"$ {shlex.join(argv or outcome.argv)}", f"[{outcome.summary}]"]
+    ending = _ending(outcome)
+    if outcome.cap_hit is not None:
+        ending += f" (a cap of the {outcome.backend} sandbox)"
+    parts = [f"$ {shlex.join(argv or outcome.argv)}", f"[{ending}]"]
     if outcome.stdout.strip():
         parts.append(outcome.stdout.rstrip())
     if outcome.stderr.strip():
@@ -179,29 +190,40 @@ class Command(CriterionBase):
     async def check(self, subject: Subject) -> VerificationResult:
         pytest_args_at = _pytest_args_start(self.argv)
         if pytest_args_at is None:
-            outcome = await run_process(
-                self.argv, cwd=subject.root, timeout=subject.timeout(self.timeout)
-            )
-            passed = not outcome.timed_out and outcome.exit_code == self.expect_exit
+            outcome = await subject.execute(self.argv, timeout=subject.timeout(self.timeout))
+            passed = outcome.cap_hit is None and outcome.exit_code == self.expect_exit
             return VerificationResult(
                 passed=passed,
                 criterion=self.describe(),
                 output=process_report(outcome),
                 summary=process_summary(outcome),
             )
-        # A pytest run is judged from the record of its own session too, so a subject
-        # that ends the interpreter early or leaves no test collected cannot pass.
-        with tempfile.TemporaryDirectory(prefix="ioh-command-") as scratch:
-            record_path = Path(scratch, "record.jsonl")
-            argv = [*self.argv[:pytest_args_at], "-p", "ioh_record", *self.argv[pytest_args_at:]]
-            outcome = await run_process(
+        # A pytest run is judged from the signed record of its own session too, so a
+        # subject that ends the interpreter early or leaves no test collected cannot pass.
+        key = RunKey()
+        with (
+            tempfile.TemporaryDirectory(prefix="ioh-plugin-") as plugin,
+            tempfile.TemporaryDirectory(prefix="ioh-record-") as records,
+        ):
+            # A per-run module name: a workspace file cannot stand in for the plugin.
+            module = f"ioh_record_{secrets.token_hex(8)}"
+            copy_plugin(Path(plugin), module=module)
+            record_path = Path(records, "record.jsonl")
+            argv = [*self.argv[:pytest_args_at], "-p", module, *self.argv[pytest_args_at:]]
+            outcome = await subject.execute(
                 argv,
-                cwd=subject.root,
                 timeout=subject.timeout(self.timeout),
-                env=record_env(record_path, python_path=True),
+                env=record_env(
+                    record_path,
+                    python_path=Path(plugin),
+                    base={} if subject.sandbox is not None else None,
+                ),
+                readable=[Path(plugin)],
+                writable=[Path(records)],
+                stdin=key.stdin,
             )
-            record = PytestRecord.read(record_path)
-        passed = not outcome.timed_out and outcome.exit_code == self.expect_exit
+            record = PytestRecord.read(record_path, key, runner=False)
+        passed = outcome.cap_hit is None and outcome.exit_code == self.expect_exit
         report, summary = process_report(outcome, self.argv), process_summary(outcome)
         if passed and self.expect_exit == 0:
             passed, verdict = record.judge_suite()
@@ -271,13 +293,13 @@ class PythonCompiles(CriterionBase):
             return VerificationResult(
                 passed=False, criterion=self.describe(), output="there are no Python files"
             )
-        outcome = await run_process(
+        outcome = await subject.execute(
             [sys.executable, "-I", "-B", "-c", _COMPILE_SCRIPT, *targets],
-            cwd=subject.root,
             timeout=subject.timeout(self.timeout),
+            mode="read_only",
         )
         return VerificationResult(
-            passed=outcome.exit_code == 0 and not outcome.timed_out,
+            passed=outcome.exit_code == 0 and outcome.cap_hit is None,
             criterion=self.describe(),
             output=outcome.stdout.strip() or process_report(outcome),
             summary=process_summary(outcome),

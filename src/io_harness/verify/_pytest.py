@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib.util
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -11,9 +13,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from io_harness._process import run_process
 from io_harness._validation import read_config_text
 from io_harness.errors import ConfigError
+from io_harness.sandbox import SandboxOutcome
 from io_harness.verify._base import (
     MISSING,
     CriterionBase,
@@ -22,7 +24,7 @@ from io_harness.verify._base import (
     VerificationResult,
     given,
 )
-from io_harness.verify._record import PLUGIN_DIR, PytestRecord, record_env
+from io_harness.verify._record import PLUGIN_DIR, PytestRecord, RunKey, copy_plugin
 
 __all__ = ["PytestPasses", "defined_tests"]
 
@@ -60,12 +62,16 @@ def defined_tests(test_src: str) -> list[str]:
 class PytestPasses(CriterionBase):
     """The caller's pytest tests pass against the subject.
 
-    The tests run in a fresh folder through the harness's runner, with the
-    subject's folder (the file's folder, or the workspace root) on
-    ``sys.path``: tests import the subject by module name. The verdict comes
-    from the runner's record of which tests ran and passed, compared with the
-    tests ``test_src`` defines, so a subject that exits the interpreter, skips
-    its module or leaves tests uncollected fails.
+    The tests run from a folder the harness owns, through the harness's runner
+    (``python -I -B``, its own ini file, no conftest, no plugin autoload), in
+    the subject's sandbox with the subject's folder (the file's folder, or the
+    workspace root) read-only and on ``sys.path``: tests import the subject by
+    module name. The verdict comes from the runner's signed record of which
+    tests ran and passed, compared with the tests ``test_src`` defines, and
+    from the runner's exit status, never from the status alone; a record that
+    is not whole, or that notes a change to pytest's outcome machinery or the
+    criterion's code, fails. See ``docs/verification.md`` for what a pass
+    proves.
     """
 
     kind: Literal["pytest"] = "pytest"
@@ -97,26 +103,87 @@ class PytestPasses(CriterionBase):
 
     async def check(self, subject: Subject) -> VerificationResult:
         expected = defined_tests(self.test_src)
-        with tempfile.TemporaryDirectory(prefix="ioh-criterion-") as scratch:
-            tests_dir = Path(scratch, "tests")
+        key = RunKey()
+        with (
+            tempfile.TemporaryDirectory(prefix="ioh-criterion-") as harness,
+            tempfile.TemporaryDirectory(prefix="ioh-record-") as records,
+        ):
+            harness_dir = Path(harness)
+            runner_dir, tests_dir = harness_dir / "runner", harness_dir / "tests"
+            runner_dir.mkdir()
             tests_dir.mkdir()
+            copy_plugin(runner_dir, runner=True)
             (tests_dir / _TEST_FILE).write_text(self.test_src, encoding="utf-8")
             # The runner's own configuration: no ini file of the subject's is looked for.
             (tests_dir / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-            record_path = Path(scratch, "record.jsonl")
-            outcome = await run_process(
-                [sys.executable, "-I", "-B", str(_RUNNER), str(subject.root), str(tests_dir)],
-                cwd=tests_dir,
+            before = _fingerprint_files(harness_dir)
+            record_path = Path(records, "record.jsonl")
+            outcome = await subject.execute(
+                [
+                    sys.executable,
+                    "-I",
+                    "-B",
+                    str(runner_dir / "ioh_runner.py"),
+                    str(subject.root),
+                    str(tests_dir),
+                    str(record_path),
+                ],
                 timeout=subject.timeout(self.timeout),
-                env=record_env(record_path, python_path=False),
+                env=runner_env(sandboxed=subject.sandbox is not None),
+                mode="read_only",
+                readable=[harness_dir],
+                writable=[Path(records)],
+                stdin=key.stdin,
             )
-            record = PytestRecord.read(record_path)
-        passed, verdict = record.judge_defined(expected)
-        if outcome.timed_out:
-            passed, verdict = False, "the criterion tests were killed at the timeout"
+            after = _fingerprint_files(harness_dir)
+            changed = sorted(
+                n for n in before.keys() | after.keys() if before.get(n) != after.get(n)
+            )
+            record = PytestRecord.read(record_path, key, runner=True)
+        passed, verdict = _verdict(outcome, record, expected, changed)
         output = "\n".join(
             part for part in (verdict, outcome.stdout.strip(), outcome.stderr.strip()) if part
         )
         return VerificationResult(
             passed=passed, criterion=self.describe(), output=output, summary=verdict.splitlines()[0]
         )
+
+
+def _verdict(
+    outcome: SandboxOutcome, record: PytestRecord, expected: list[str], changed: list[str]
+) -> tuple[bool, str]:
+    """The criterion's verdict: how the runner ended, the harness's files, then the record."""
+    if outcome.spawn_error is not None:
+        return False, f"the criterion's runner could not start: {outcome.spawn_error}"
+    if outcome.cap_hit is not None:
+        return False, f"the criterion tests were {outcome.summary} ({outcome.backend} sandbox)"
+    if changed:
+        return False, "the criterion's own files were changed during the run: " + ", ".join(changed)
+    passed, verdict = record.judge_defined(expected)
+    if passed and outcome.exit_code != 0:
+        return False, f"the criterion's runner ended with {outcome.summary}, not exit status 0"
+    return passed, verdict
+
+
+def _fingerprint_files(folder: Path) -> dict[str, str]:
+    """Each file under ``folder`` (relative name) with the SHA-256 of its content."""
+    return {
+        path.relative_to(folder).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+_KEPT_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT", "TERM")
+
+
+def runner_env(*, sandboxed: bool) -> dict[str, str]:
+    """The runner's environment: no plugin autoload, and nothing of the harness's secrets.
+
+    A sandbox gives the command its own basics (``PATH``, a private ``HOME``);
+    without one a few of the harness's pass (no API keys, no ``PYTEST_ADDOPTS``
+    or ``PYTEST_PLUGINS``). ``python -I`` ignores the ``PYTHON*`` variables.
+    """
+    env = {} if sandboxed else {k: os.environ[k] for k in _KEPT_ENV if k in os.environ}
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    return env
