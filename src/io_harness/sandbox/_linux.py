@@ -8,12 +8,13 @@ which says whether this machine offers it and, if not, why.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import shutil
 import subprocess
 import sys
+from typing import Any
 
+from io_harness.sandbox._launch import launch_args
 from io_harness.sandbox._spawn import LAUNCHER, Command, ContainedSandbox, Wrapping
 
 __all__ = ["BubblewrapSandbox", "FloorSandbox", "LandlockSandbox", "NamespacesSandbox"]
@@ -129,9 +130,9 @@ class BubblewrapSandbox(ContainedSandbox):
         )
 
 
-def _confining_steps(command: Command) -> dict[str, object]:
+def _confining_steps(command: Command) -> dict[str, Any]:
     """The launcher's Landlock and seccomp steps for ``command``."""
-    steps: dict[str, object] = {"seccomp": str(command.seccomp)}
+    steps: dict[str, Any] = {"seccomp": str(command.seccomp)}
     if command.mode != "full_access":
         steps["landlock"] = [str(p) for p in command.writable_paths()] + list(_DEVICES)
     return steps
@@ -193,13 +194,12 @@ class NamespacesSandbox(ContainedSandbox):
 
     def wrap(self, command: Command) -> Wrapping:
         """``unshare`` into new namespaces, then the launcher again to confine and exec."""
-        inner = {**_confining_steps(command), "cwd": str(command.workdir)}
-        inner["argv"] = list(command.argv)
+        inner = launch_args(command.argv, cwd=str(command.workdir), **_confining_steps(command))
         mapping = [f"--map-user={NOBODY}", f"--map-group={NOBODY}"] if _as_root() else ["-c"]
         args = ["--user", *mapping, "--pid", "--fork", "--kill-child", "--mount-proc"]
         args += ["--ipc", "--uts"]
         if command.config.network != "open":
             args.append("--net")
-        launcher = [sys.executable, "-I", "-S", "-B", str(LAUNCHER), json.dumps(inner)]
+        launcher = [sys.executable, "-I", "-S", "-B", str(LAUNCHER), *inner]
         unshare = shutil.which("unshare") or "/usr/bin/unshare"
         return Wrapping(argv=(unshare, *args, "--", *launcher), signal_in_status=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import abc
 import contextlib
 import dataclasses
-import json
 import math
 import os
 import resource
@@ -30,6 +29,7 @@ from typing import Any
 
 from io_harness._process import OUTPUT_CAP_BYTES, _feed, in_thread
 from io_harness.sandbox._cgroups import CommandCgroups
+from io_harness.sandbox._launch import launch_args
 from io_harness.sandbox._types import (
     Cap,
     NetCheck,
@@ -300,13 +300,13 @@ class ContainedSandbox(abc.ABC):
     ) -> SandboxOutcome:
         started = time.monotonic()
         wrapping = self.wrap(command)
-        spec = {
+        spec = launch_args(
+            wrapping.argv,
+            cgroups=cgroups.paths if cgroups else [],
+            rlimits=_rlimits(limits, cgroups),
+            cwd=str(command.workdir),
             **wrapping.launcher,
-            "cgroups": cgroups.paths if cgroups else [],
-            "rlimits": _rlimits(limits, cgroups),
-            "cwd": str(command.workdir),
-            "argv": list(wrapping.argv),
-        }
+        )
         env.update(wrapping.env)
         watch = _Watch(cgroups, started + limits.wall_seconds)
         keep = min(limits.output_bytes, OUTPUT_CAP_BYTES)
@@ -438,7 +438,7 @@ def _read_into(stream: Any, sink: _Output) -> bool:
 
 
 def _start(
-    spec: Mapping[str, Any],
+    spec: list[str],
     command: Command,
     env: Mapping[str, str],
     pass_fds: tuple[int, ...],
@@ -446,7 +446,7 @@ def _start(
     """Start the launcher in a new session."""
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-B", str(LAUNCHER), json.dumps(spec)],
+            [sys.executable, "-I", "-S", "-B", str(LAUNCHER), *spec],
             cwd=command.scratch,
             env=dict(env),
             stdin=subprocess.PIPE,
