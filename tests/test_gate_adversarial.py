@@ -11,7 +11,9 @@ output) run in the sandbox only.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
+import py_compile
 import subprocess
 import sys
 import textwrap
@@ -546,3 +548,29 @@ async def test_a_subject_cannot_reach_a_server_on_the_host(tmp_path: Path) -> No
     assert reached_in_sandbox == []
     assert direct_result.passed, direct_result.output
     assert connections == ["connected"]
+
+
+@pytest.mark.parametrize(
+    "invalidation",
+    [py_compile.PycInvalidationMode.TIMESTAMP, py_compile.PycInvalidationMode.UNCHECKED_HASH],
+)
+async def test_bytecode_the_subject_left_in_pycache_is_not_what_is_tested(
+    invalidation: py_compile.PycInvalidationMode, tmp_path: Path, isolation: Sandbox | None
+) -> None:
+    # The right code's bytecode, stamped with the wrong source's time and size (or never
+    # checked against its source), would be imported in place of the source on disk.
+    source = tmp_path / "calc.py"
+    source.write_text(RIGHT)
+    stamp = source.stat().st_mtime_ns
+    py_compile.compile(
+        str(source),
+        cfile=importlib.util.cache_from_source(str(source)),
+        invalidation_mode=invalidation,
+    )
+    source.write_text(WRONG)  # the same size as RIGHT
+    os.utime(source, ns=(stamp, stamp))
+
+    result = await check(tmp_path, isolation)
+
+    assert not result.passed, result.output
+    assert "test_adds: failed in call" in result.output

@@ -162,6 +162,30 @@ async def test_ioh_show_of_a_run_without_a_sandbox_says_none(
     assert "sandbox: none (opted out" in capsys.readouterr().out
 
 
+async def test_ioh_show_prints_terminal_escapes_from_the_run_as_text(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The model's arguments and a command's output are the run's, not the terminal's:
+    # an escape sequence in them must not clear the screen or retitle the window.
+    escapes = "\x1b]0;pwned\x07\x1b[2J\x9b1A"
+    printing = Command([PY, "-c", f"print({escapes!r}); raise SystemExit(1)"])
+    work = TaskContract.workspace(
+        "mark it", root, printing, budget=Budget(max_steps=2), tools=["exec"]
+    )
+    provider = ScriptedProvider(
+        [reply(calls=[call("exec", argv=["echo", escapes])]), reply("done")]
+    )
+    path = tmp_path / "runs.db"
+    with Store.open(path) as store:
+        result = await run(work, provider, store=store, sandbox=None)
+
+    assert main(["show", result.run_id, "--store", str(path)]) == 0
+
+    shown = capsys.readouterr().out
+    assert "\x1b" not in shown and "\x07" not in shown and "\x9b" not in shown
+    assert "\\x1b]0;pwned\\x07\\x1b[2J" in shown
+
+
 def test_ioh_doctor_lists_every_backend_and_the_one_a_run_gets(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -186,6 +210,7 @@ def test_ioh_doctor_says_when_no_backend_gives_the_default(
 
     shown = " ".join(capsys.readouterr().out.split())
     assert "gets no sandbox: no sandbox backend gives this configuration" in shown
+    assert "a [sandbox] table can ask for less" in shown
 
 
 def _demo_contract(tmp_path: Path, extra: str = "") -> Path:
@@ -284,3 +309,64 @@ async def test_a_version_3_store_opens_migrates_and_resumes(root: Path, tmp_path
     assert [e["kind"] for e in after.sandbox_events][:3] == ["create", "exec", "destroy"]
     with contextlib.closing(sqlite3.connect(path)) as db:
         assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+
+
+def _as_version_3(path: Path) -> None:
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("DROP TABLE sandbox_events")
+        db.execute("ALTER TABLE runs DROP COLUMN sandbox")
+        db.execute("PRAGMA user_version = 3")
+        db.commit()
+
+
+def test_a_version_3_store_another_process_migrates_first_still_opens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two processes open one old store: the second read version 3 before the first
+    # migrated it, and must not run the migration again once it holds the lock.
+    from io_harness.store._sqlite import SqliteStore
+
+    path = tmp_path / "runs.db"
+    Store.open(path).close()
+    _as_version_3(path)
+    original = SqliteStore._transaction
+    went_first: list[bool] = []
+
+    def another_process_goes_first(self: SqliteStore) -> contextlib.AbstractContextManager[object]:
+        if not went_first:
+            went_first.append(True)
+            Store.open(path).close()
+        return original(self)
+
+    monkeypatch.setattr(SqliteStore, "_transaction", another_process_goes_first)
+
+    with Store.open(path) as store:
+        assert store.runs() == []
+    assert went_first
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+
+
+def test_a_store_a_newer_version_migrated_meanwhile_is_not_marked_older(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from io_harness import ResumeError
+    from io_harness.store._sqlite import SqliteStore
+
+    path = tmp_path / "runs.db"
+    Store.open(path).close()
+    _as_version_3(path)
+    original = SqliteStore._transaction
+
+    def a_newer_harness_goes_first(self: SqliteStore) -> contextlib.AbstractContextManager[object]:
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+            db.commit()
+        return original(self)
+
+    monkeypatch.setattr(SqliteStore, "_transaction", a_newer_harness_goes_first)
+
+    with pytest.raises(ResumeError, match="newer than this io-harness knows"):
+        Store.open(path)
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION + 1,)

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 
 from io_harness import __version__
 from io_harness._contract_toml import sandbox_config
@@ -39,6 +38,7 @@ from io_harness.cli._permissions import (
 )
 from io_harness.cli._render import LiveReport, render_result, render_runs, render_trace
 from io_harness.cli._sandbox import cmd_doctor, sandbox_choice, with_sandbox
+from io_harness.cli._text import escape
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, HarnessError
 from io_harness.loop import DEFAULT_SANDBOX, RunOutcome, RunResult, resume, run

@@ -9,12 +9,12 @@ import time
 from pathlib import Path
 
 from rich.console import Console, Group, RenderableType
-from rich.markup import escape
 from rich.status import Status
 from rich.syntax import Syntax
 from rich.text import Text
 
 from io_harness._validation import read_toml
+from io_harness.cli._text import escape, shown
 from io_harness.errors import ConfigError
 from io_harness.policy import (
     Act,
@@ -171,7 +171,7 @@ def render_pending(rows: list[ApprovalRow]) -> RenderableType:
             )
         )
         if request.diff:
-            parts.append(Syntax(request.diff.rstrip(), "diff", theme="ansi_dark"))
+            parts.append(Syntax(shown(request.diff.rstrip()), "diff", theme="ansi_dark"))
     parts.append(Text("decide: ioh approve RUN_ID [--remember] | ioh deny RUN_ID --reason TEXT"))
     return Group(*parts)
 

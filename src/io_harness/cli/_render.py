@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.markup import escape
 from rich.status import Status
 from rich.text import Text
 
 from io_harness.cli._sandbox import cap_lines, sandbox_counts, sandbox_line
+from io_harness.cli._text import escape, shown
 from io_harness.loop import RunResult
 from io_harness.observe import (
     AwaitingApproval,
@@ -114,12 +114,12 @@ class RunsListing:
         for cells, goal in self.rows:
             line = self._line(cells, widths)
             if inline:
-                line.append(_cut(goal, room))
+                line.append(_cut(shown(goal), room))
                 yield line
             else:
                 line.rstrip()
                 yield line
-                yield Text("  " + _cut(goal, options.max_width - 2), style="dim")
+                yield Text("  " + _cut(shown(goal), options.max_width - 2), style="dim")
 
     @staticmethod
     def _line(cells: Sequence[str], widths: list[int], style: str = "") -> Text:

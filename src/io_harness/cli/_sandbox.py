@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group, RenderableType
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from io_harness.cli._text import escape
 from io_harness.loop import DEFAULT_SANDBOX, SandboxChoice
 from io_harness.sandbox import BackendReport, SandboxConfig, SandboxError, probe, select
 
@@ -129,8 +129,9 @@ def render_doctor(reports: Sequence[BackendReport], default: str | SandboxError)
     if isinstance(default, SandboxError):
         verdict = Text.from_markup(
             "[red]a run with the default configuration gets no sandbox:[/] "
-            f"{escape(str(default))}\n(it fails before its first model call; a [sandbox] "
-            "table can ask for less, or ioh run --no-sandbox runs without one)"
+            f"{escape(str(default))}\n(it fails before its first model call; a "
+            f"{escape('[sandbox]')} table can ask for less, or ioh run --no-sandbox runs "
+            "without one)"
         )
     else:
         verdict = Text.from_markup(

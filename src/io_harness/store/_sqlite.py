@@ -77,12 +77,7 @@ class SqliteStore(Store):
             raise
 
     def _migrate(self) -> None:
-        (version,) = self._db.execute("PRAGMA user_version").fetchone()
-        if version > SCHEMA_VERSION:
-            raise ResumeError(
-                f"the store {self.location} has format {version}, newer than this "
-                f"io-harness knows ({SCHEMA_VERSION}); upgrade io-harness to use it"
-            )
+        version = self._version()
         if version == 0:
             tables = self._db.execute(
                 "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
@@ -91,11 +86,25 @@ class SqliteStore(Store):
                 raise StorageError(f"{self.location} is an SQLite file but not an io-harness store")
         if version == SCHEMA_VERSION:
             return
-        with self._transaction() as db:
+        with self._transaction():
+            # Read again under the write lock: another process may have migrated the
+            # store between the read above and this transaction.
+            version = self._version()
             for number in range(version, SCHEMA_VERSION):
                 for statement in _statements(MIGRATIONS[number]):
-                    db.execute(statement)
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                    self._db.execute(statement)
+            if version < SCHEMA_VERSION:
+                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _version(self) -> int:
+        """The store's format, refused when it is newer than this code knows."""
+        (version,) = self._db.execute("PRAGMA user_version").fetchone()
+        if version > SCHEMA_VERSION:
+            raise ResumeError(
+                f"the store {self.location} has format {version}, newer than this "
+                f"io-harness knows ({SCHEMA_VERSION}); upgrade io-harness to use it"
+            )
+        return int(version)
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:

@@ -48,6 +48,11 @@ _os_write = os.write
 _os_read = os.read
 _getpid = os.getpid
 
+NO_BYTECODE = "no-bytecode"
+"""Beside the criterion's test file, in the harness's folder: where bytecode is read
+from once the subject can run. Nothing makes it, so every module imported from then
+on is compiled from its source."""
+
 KEY_BYTES = 32
 """The length of a run's key; it travels as hex on the first line of stdin."""
 
@@ -154,6 +159,13 @@ class Recorder:
     def pytest_sessionstart(self, session: Any) -> None:
         if self._guard is not None and self._test_file is not None:
             self._guard.watch_session(session, self._test_file)
+        if self._subject_dir is not None and self._test_file is not None:
+            # Bytecode is read only from a folder of the harness's that does not exist,
+            # so each subject module is compiled from its source: a ``__pycache__`` file
+            # the subject left (stamped with its source's time and size, or never
+            # checked against it) is not the code on disk. Set only now, so pytest's own
+            # imports used their bytecode.
+            sys.pycache_prefix = os.path.join(os.path.dirname(self._test_file), NO_BYTECODE)
         if self._subject_dir is not None:
             # Only now, with pytest and its plugins imported and the guard's look
             # taken, can a subject module be imported.
