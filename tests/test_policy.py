@@ -212,6 +212,17 @@ def test_an_exec_glob_matches_the_program_or_its_file_name() -> None:
     assert not allows("Python3", Act.EXEC, "python3")
 
 
+def test_a_program_named_by_a_relative_path_is_allowed_only_by_its_whole_path() -> None:
+    # A file the agent made in the workspace is not the program an allow rule names...
+    policy = Policy.default().layer("app").allow_exec("git", "./tools/*").deny_exec("rm")
+    assert policy.explain(Act.EXEC, "./git").effect is Effect.ASK
+    assert policy.explain(Act.EXEC, "sub/git").effect is Effect.ASK
+    assert policy.explain(Act.EXEC, "./tools/lint").effect is Effect.ALLOW
+    assert policy.explain(Act.EXEC, "/usr/bin/git").effect is Effect.ALLOW
+    # ...but a deny of a name still reaches any file of that name.
+    assert policy.explain(Act.EXEC, "./rm").effect is Effect.DENY
+
+
 @pytest.mark.parametrize(
     ("glob", "target", "matched"),
     [

@@ -198,6 +198,16 @@ class Verdict(BaseModel):
 _TIERS = (Effect.DENY, Effect.ASK, Effect.ALLOW)
 
 
+def _workspace_program(act: Act, target: str) -> bool:
+    """Whether ``target`` names a program by a relative path: a file in the workspace.
+
+    Such a program is allowed only by a rule for its whole path: an allow of a
+    program's name must not also allow a file the agent made under that name.
+    Deny and ask rules still match its last part.
+    """
+    return act is Act.EXEC and "/" in target and not target.startswith("/")
+
+
 def decide(layers: Iterable[Layer], act: Act, target: str, default: Effect) -> Verdict:
     """The verdict of ``layers`` on the normalised ``target`` of ``act``.
 
@@ -208,12 +218,13 @@ def decide(layers: Iterable[Layer], act: Act, target: str, default: Effect) -> V
     layers = tuple(layers)
     texts, fold_case = match_texts(act, target), act is Act.NET
     for effect in _TIERS:
+        tried = (target,) if effect is Effect.ALLOW and _workspace_program(act, target) else texts
         for layer in layers:
             for rule in layer.rules:
                 if (
                     rule.act is act
                     and rule.effect is effect
-                    and matches_any(rule.glob, texts, fold_case=fold_case)
+                    and matches_any(rule.glob, tried, fold_case=fold_case)
                 ):
                     return Verdict(
                         act=act, target=target, effect=effect, rule=rule, layer=layer.name
