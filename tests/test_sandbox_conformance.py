@@ -7,9 +7,11 @@ system let them do. A backend skips only what it cannot do, and says why.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -402,3 +404,188 @@ async def test_a_cancelled_run_leaves_nothing_behind(harness: Harness) -> None:
         await run
     assert _processes_with(token) == []
     assert not Path(started.read_text()).exists()
+
+
+# --- Adversarial regressions: what a hostile command tried, and must not manage. ---
+
+
+async def test_the_kernels_global_settings_are_not_writable(harness: Harness) -> None:
+    # bubblewrap as root maps the command's uid to the host's root, and its own /proc
+    # left /proc/sys writable: core_pattern runs a program as root on the next crash.
+    # The value written is the one already there, so a failure of this test harms nothing.
+    _skip_unless(harness, CONFINES_WRITES, "cannot confine writes (the floor has no file rules)")
+    outcome = await harness.python_run(
+        """
+        path = "/proc/sys/kernel/core_pattern"
+        value = open(path).read()
+        try:
+            with open(path, "w") as handle:
+                handle.write(value)
+        except OSError as exc:
+            print("refused", exc.errno)
+        else:
+            print("written")
+        """
+    )
+    assert outcome.exit_code == 0, outcome.stderr
+    assert outcome.stdout.startswith("refused"), outcome.stdout
+
+
+async def test_an_abstract_unix_socket_on_the_host_is_unreachable(harness: Harness) -> None:
+    # Landlock shares the host's network namespace, where daemons listen on abstract
+    # sockets; its abstract-socket scope must keep the command out of them.
+    _skip_unless(harness, DENIES_NETWORK, "cannot deny the network")
+    name = f"ioh-abstract-{uuid.uuid4().hex}"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind("\0" + name)
+    server.listen()
+    try:
+        outcome = await harness.python_run(
+            f"""
+            import socket
+            client = socket.socket(socket.AF_UNIX)
+            try:
+                client.connect("\\0{name}")
+            except OSError as exc:
+                print("refused", exc.errno)
+            else:
+                print("reached")
+            """
+        )
+    finally:
+        server.close()
+    assert outcome.exit_code == 0, outcome.stderr
+    assert outcome.stdout.startswith("refused"), outcome.stdout
+
+
+async def test_a_unix_socket_of_a_host_daemon_under_run_is_unreachable(harness: Harness) -> None:
+    # As root the command is the host's root to a daemon checking SO_PEERCRED.
+    _skip_unless(harness, {"bubblewrap"}, "cannot hide /run (no mount namespace of its own)")
+    run = Path("/run")
+    if not os.access(run, os.W_OK):
+        pytest.skip("this test needs to listen on a socket under /run")
+    path = run / f"ioh-daemon-{uuid.uuid4().hex}.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen()
+    try:
+        outcome = await harness.python_run(
+            f"""
+            import socket
+            client = socket.socket(socket.AF_UNIX)
+            try:
+                client.connect({str(path)!r})
+            except OSError as exc:
+                print("refused", exc.errno)
+            else:
+                print("reached")
+            """
+        )
+    finally:
+        server.close()
+        path.unlink()
+    assert outcome.exit_code == 0, outcome.stderr
+    assert outcome.stdout.startswith("refused"), outcome.stdout
+
+
+_HARNESS_THAT_DIES = """
+import asyncio, sys
+from pathlib import Path
+from io_harness.sandbox import SandboxConfig
+from io_harness.sandbox._linux import {cls}
+
+code = sys.argv[2]
+sandbox = {cls}(SandboxConfig(accept_floor=True))
+asyncio.run(sandbox.run([sys.argv[1], "-c", code], workdir=Path(sys.argv[3])))
+"""
+
+
+async def test_nothing_survives_the_harness_being_killed(harness: Harness) -> None:
+    # The harness cannot tear down what it started if it is SIGKILLed mid-command; the
+    # launcher's guard must, for every backend (bubblewrap's --die-with-parent alone
+    # covered only bubblewrap).
+    if sys.platform != "linux":
+        pytest.skip("the launcher's guard watches the harness through a pidfd (Linux)")
+    token = f"ioh-orphan-{uuid.uuid4().hex}"
+    started = harness.workspace / "started"
+    code = (
+        "import os, sys, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        f"    {_linger(token)}\n"
+        f"open({str(started)!r}, 'w').write(os.environ['HOME'])\n"
+        "time.sleep(600)"
+    )
+    script = _HARNESS_THAT_DIES.format(cls=harness.backend.__name__)
+    dying = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, harness.python, code, str(harness.workspace)
+    )
+    try:
+        for _ in range(600):
+            if started.exists() and started.read_text() and _processes_with(token):
+                break
+            await asyncio.sleep(0.05)
+        assert _processes_with(token), "the command never started"
+    finally:
+        dying.kill()
+        await dying.wait()
+    for _ in range(200):  # the guard needs a moment to see the harness gone
+        if not _processes_with(token) and not Path(started.read_text()).exists():
+            break
+        await asyncio.sleep(0.05)
+    assert _processes_with(token) == []
+    assert not Path(started.read_text()).exists()
+
+
+async def test_a_single_process_cap_still_runs_the_command(harness: Harness) -> None:
+    # The launcher's guard lives in the groups too; the cap is the command's own.
+    _skip_unless(harness, {"floor", "landlock"}, "runs a wrapper that forks processes of its own")
+    outcome = await harness.python_run("print('ran')", processes=1)
+    assert outcome.exit_code == 0, (outcome.summary, outcome.stderr)
+    assert outcome.stdout == "ran\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "why"),
+    [
+        (["python3", "-c", "print(1)", "a\0b"], None, "NUL byte"),
+        (["python3", "-c", "print(1)"], {"KEY": "a\0b"}, "cannot be passed"),
+        (["python3", "-c", "print(1)"], {"A=B": "c"}, "cannot be passed"),
+        (["python3", "-c", "print(1)", *(["x" * 100_000] * 40)], None, "too long"),
+        ([], None, "no command"),
+    ],
+    ids=["nul-in-argv", "nul-in-env", "equals-in-env-name", "argv-too-long", "empty-argv"],
+)
+async def test_an_argv_that_cannot_be_executed_is_a_spawn_error(
+    harness: Harness, argv: list[str], env: dict[str, str] | None, why: str
+) -> None:
+    # The exec tool's argv comes from the model: a bad one is an outcome, never a raise.
+    outcome = await harness.sandbox().run(argv, workdir=harness.workspace, env=env)
+    assert outcome.spawn_error is not None
+    assert why in outcome.spawn_error
+    assert outcome.exit_code is None
+
+
+def test_the_groups_of_a_dead_harness_are_emptied_and_removed() -> None:
+    # A harness killed mid-command leaves its groups; the next one kills what runs there.
+    from io_harness.sandbox._cgroups import _parents, _sweep
+
+    parents = _parents()
+    if not parents:
+        pytest.skip("no writable cgroup hierarchy here")
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    controller, parent = next(iter(parents.items()))
+    folder = parent / f"ioh-{gone.pid}-0"
+    folder.mkdir()
+    left = subprocess.Popen(["sleep", "600"])
+    try:
+        (folder / "cgroup.procs").write_text(str(left.pid))
+        _sweep({controller: parent})
+        assert left.wait(timeout=30) != 0
+        assert not folder.exists()
+    finally:
+        left.kill()
+        left.wait()
+        with contextlib.suppress(OSError):
+            folder.rmdir()

@@ -140,19 +140,27 @@ class CommandCgroups:
             # limit with swap may not be below the limit without, so order the writes.
             with_swap = memory / "memory.memsw.limit_in_bytes"
             _write(with_swap, "-1")
-            _write(memory / "memory.limit_in_bytes", str(limits.memory_bytes))
+            if not _write(memory / "memory.limit_in_bytes", str(limits.memory_bytes)):
+                # Page cache an earlier command left is charged here: uncharge it first.
+                _write(memory / "memory.force_empty", "0")
+                _write(memory / "memory.limit_in_bytes", str(limits.memory_bytes))
             _write(with_swap, str(limits.memory_bytes))
+        # One more process than the cap: the launcher's guard lives in the groups too.
         if pids is not None:
-            _write(pids / "pids.max", str(limits.processes))
+            _write(pids / "pids.max", str(limits.processes + 1))
         if unified is not None:
             # Used where v2 has the controllers; a v1 group above already holds the cap.
             if memory is None:
                 _write(unified / "memory.max", str(limits.memory_bytes))
                 _write(unified / "memory.swap.max", "0")
             if pids is None:
-                _write(unified / "pids.max", str(limits.processes))
+                _write(unified / "pids.max", str(limits.processes + 1))
         has_cpu = "cpuacct" in self.groups or bool(unified and (unified / "cpu.stat").exists())
-        self.cpu_limit_ns = int(limits.cpu_seconds * 1e9) if has_cpu else None
+        # The tree is killed where RLIMIT_CPU's hard limit would kill one process (the cap
+        # plus a second), so a lone process still sees its SIGXCPU at the cap first: the
+        # tree's count also holds the launcher's own start-up, which the process's does not.
+        tree_cap = limits.cpu_seconds + 1
+        self.cpu_limit_ns = int(tree_cap * 1e9) if has_cpu else None
 
     def _counters(self) -> dict[str, int]:
         memory, pids, unified = (self.groups.get(k) for k in ("memory", "pids", _V2))
@@ -255,10 +263,6 @@ class CommandCgroups:
                 return False
             time.sleep(0.002)
         self.released = True
-        memory = self.groups.get("memory")
-        if memory is not None:
-            # Page cache the command left stays charged to the group; uncharge it.
-            _write(memory / "memory.force_empty", "0")
         _POOL.give_back(self)
         return True
 
@@ -319,15 +323,19 @@ class _Pool:
 
 
 def _sweep(parents: dict[str, Path]) -> None:
-    """Remove empty groups that a harness process, now gone, left behind."""
-    for parent in parents.values():
+    """Remove the groups a harness process, now gone, left behind, and what still runs in them."""
+    for controller, parent in parents.items():
         with contextlib.suppress(OSError):
             for folder in parent.iterdir():
                 owner = folder.name.removeprefix(_PREFIX).split("-", 1)[0]
                 ours = folder.name.startswith(_PREFIX) and owner.isdigit()
                 if ours and not _pid_alive(int(owner)):
-                    with contextlib.suppress(OSError):
-                        folder.rmdir()
+                    left = CommandCgroups(groups={controller: folder})
+                    left.kill()
+                    deadline = time.monotonic() + 1.0
+                    while left.pids() and time.monotonic() < deadline:
+                        time.sleep(0.002)
+                    left.remove()
 
 
 _POOL = _Pool()

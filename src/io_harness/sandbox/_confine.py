@@ -26,7 +26,8 @@ _MAKE = sum(1 << bit for bit in range(6, 13))  # char, dir, reg, sock, fifo, blo
 _REFER, _TRUNCATE, _IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
 _FILE_RIGHTS = _WRITE_FILE | _TRUNCATE | _IOCTL_DEV
 _NET_TCP = (1 << 0) | (1 << 1)  # bind and connect
-_SCOPE_SIGNAL = 1 << 1
+_SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1 << 0, 1 << 1
+_SCOPES = _SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL
 
 
 class ConfineError(Exception):
@@ -64,15 +65,15 @@ def _handled_fs(abi: int) -> int:
 
 
 def _landlock(writable: list[str]) -> None:
-    """Allow writes beneath ``writable`` only; reads stay as they were; TCP is denied."""
+    """Allow writes beneath ``writable`` only; reads stay as they were; TCP is denied; no
+    signal or abstract Unix socket reaches a process outside (the host's daemons listen
+    on abstract sockets, and a command here shares the host's network namespace)."""
     libc = _libc()
     abi = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, 0, 1)
     if abi < 1:
         _fail(f"Landlock is not available (errno {ctypes.get_errno()})")
     handled = _handled_fs(abi)
-    attr = struct.pack(
-        "QQQ", handled, _NET_TCP if abi >= 4 else 0, _SCOPE_SIGNAL if abi >= 6 else 0
-    )
+    attr = struct.pack("QQQ", handled, _NET_TCP if abi >= 4 else 0, _SCOPES if abi >= 6 else 0)
     size = 8 if abi < 4 else (16 if abi < 6 else 24)
     buffer = ctypes.create_string_buffer(attr[:size], size)
     ruleset = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, buffer, ctypes.c_size_t(size), 0)

@@ -2,7 +2,9 @@
 
 Run as ``python -I -S -B _launch.py OPTIONS -- ARGV`` (:func:`launch_args`
 writes the options). In order it joins the command's cgroups, sets its
-rlimits, drops to another uid, applies Landlock and seccomp (through
+rlimits, leaves a guard behind (with ``--parent``: a process that kills the
+command's cgroups and process group if the harness dies first), drops to
+another uid, applies Landlock and seccomp (through
 ``_confine.py``, loaded only then), changes folder, restores the signals
 Python ignores and executes ARGV. It is a script of the standard library
 alone, run by path, so nothing of the workspace can stand in for it; its
@@ -14,11 +16,14 @@ begins with ``ioh-launch:``, so the harness can tell a sandbox that could not
 be set up from a command that failed.
 """
 
+# Only modules Python has loaded by the time it runs a script, and two small C
+# modules: typing, contextlib or signal (which loads enum) would each cost more to
+# import than the rest of the launch. Hence try/except where a suppress() would do.
 from __future__ import annotations
 
+import _signal as signal  # type: ignore[import-not-found]  # signal without enum
 import os
 import resource
-import signal
 import sys
 import types
 
@@ -36,11 +41,19 @@ def launch_args(
     landlock: list[str] | None = None,
     seccomp: str | None = None,
     cwd: str | None = None,
+    parent: int | None = None,
+    scratch: str | None = None,
 ) -> list[str]:
     """The launcher's arguments: join ``cgroups``, set ``rlimits``, become ``uid``/``gid``,
     allow writes only beneath ``landlock`` (when given), load ``seccomp``, enter ``cwd``,
-    then execute ``argv`` (its program an absolute path)."""
+    then execute ``argv`` (its program an absolute path). With ``parent`` (the harness's
+    pid), a guard outlives the exec and ends the command's tree, and removes ``scratch``,
+    if ``parent`` dies."""
     args: list[str] = []
+    if parent is not None:
+        args += ["--parent", str(parent)]
+    if scratch is not None:
+        args += ["--scratch", scratch]
     for path in cgroups or ():
         args += ["--cgroup", path]
     for name, (soft, hard) in (rlimits or {}).items():
@@ -78,6 +91,87 @@ def _load_confine() -> types.ModuleType:
     return module
 
 
+def _end_everything(cgroups: list[str], scratch: str | None) -> None:
+    """Kill every process in ``cgroups``, remove ``scratch``, then end this process group,
+    the guard last."""
+    me = os.getpid()
+    for path in cgroups:  # v1 has no kill file: kill what is listed until nothing is
+        for _ in range(100):
+            try:
+                with open(os.path.join(path, "cgroup.procs")) as handle:
+                    alive = [int(p) for p in handle.read().split() if int(p) != me]
+            except (OSError, ValueError):
+                break
+            if not alive:
+                break
+            for pid in alive:
+                try:  # noqa: SIM105 - see the imports
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+    if scratch is not None:
+        import shutil
+
+        shutil.rmtree(scratch, ignore_errors=True)
+    for path in cgroups:
+        try:
+            with open(os.path.join(path, "cgroup.kill"), "w") as kill:
+                kill.write("1")
+        except OSError:
+            pass
+    try:
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+    finally:
+        os._exit(LAUNCH_FAILED)
+
+
+def _guard(parent: int, cgroups: list[str], scratch: str | None) -> None:
+    """Fork: the child goes on to become the command; this process stays as its guard.
+
+    The guard waits for the command and ends with its status (a signal is raised
+    again), so the harness sees it as the command. If the harness (``parent``)
+    dies first -- killed, say, so that it could not tear the command down -- the
+    guard kills the whole tree: nothing a command started outlives the harness.
+    """
+    import select
+
+    try:
+        watch_parent = os.pidfd_open(parent)
+    except ProcessLookupError:
+        _end_everything(cgroups, scratch)
+    except OSError:  # a kernel without pidfds (before 5.3): run unguarded
+        return
+    if os.getppid() != parent:  # the harness died before the guard could watch it
+        _end_everything(cgroups, scratch)
+    try:
+        child = os.fork()
+    except OSError:  # a process cap too tight for two: run unguarded, as before guards
+        os.close(watch_parent)
+        return
+    if child == 0:
+        os.close(watch_parent)
+        return
+    watch_child = os.pidfd_open(child)
+    poll = select.poll()
+    poll.register(watch_parent, select.POLLIN)
+    poll.register(watch_child, select.POLLIN)
+    while True:
+        ready = {fd for fd, _ in poll.poll()}
+        if watch_parent in ready:
+            _end_everything(cgroups, scratch)
+        if watch_child in ready:
+            break
+    _, status = os.waitpid(child, 0)
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        if number not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(number, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        os.kill(os.getpid(), number)
+        os._exit(128 + number)
+    os._exit(os.WEXITSTATUS(status))
+
+
 def _stay_as_init() -> None:
     """In a new pid namespace, run the command as a child and reap until it ends.
 
@@ -110,6 +204,8 @@ class _Steps:
         self.writable: list[str] | None = None
         self.seccomp: str | None = None
         self.cwd: str | None = None
+        self.parent: int | None = None
+        self.scratch: str | None = None
         while args and args[0] != "--":
             option, args = args[0], args[1:]
             if option == "--rlimit":
@@ -136,6 +232,10 @@ class _Steps:
             self.seccomp = value
         elif option == "--cwd":
             self.cwd = value
+        elif option == "--parent":
+            self.parent = int(value)
+        elif option == "--scratch":
+            self.scratch = value
         else:
             raise ValueError(f"unknown option {option}")
 
@@ -145,6 +245,8 @@ class _Steps:
                 handle.write(str(os.getpid()))
         for kind, soft, hard in self.rlimits:
             resource.setrlimit(kind, (soft, hard))
+        if self.parent is not None:
+            _guard(self.parent, self.cgroups, self.scratch)
         # Loaded before the uid changes: another uid may not read this Python's files.
         confining = self.writable is not None or self.seccomp is not None
         module = _load_confine() if confining else None

@@ -115,6 +115,12 @@ class BubblewrapSandbox(ContainedSandbox):
         args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
         root = "--bind" if command.mode == "full_access" else "--ro-bind"
         args += [root, "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        # As root the command's uid maps to the host's root: only a read-only mount keeps
+        # it from the kernel's global settings (core_pattern runs a program as root).
+        args += ["--ro-bind", "/proc/sys", "/proc/sys"]
+        if command.config.network != "open":
+            # Host daemons listen on Unix sockets under /run (/var/run links there).
+            args += ["--tmpfs", "/run"]
         for path in command.readable:
             args += ["--ro-bind", str(path), str(path)]
         workdir = "--ro-bind" if command.mode == "read_only" else "--bind"

@@ -152,6 +152,24 @@ def _rlimits(limits: SandboxLimits, cgroups: CommandCgroups | None) -> dict[str,
     return chosen
 
 
+def _unstartable(argv: Sequence[str], env: Mapping[str, str]) -> str | None:
+    """Why ``argv`` with ``env`` cannot be executed at all, if it cannot."""
+    if not argv or not argv[0]:
+        return "no command given"
+    if any("\0" in arg for arg in argv):
+        return "an argument holds a NUL byte"
+    for key, value in env.items():
+        if not key or "=" in key or "\0" in key or "\0" in value:
+            return f"the environment variable {key!r} cannot be passed"
+    return None
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
+
+
 def _resolve_program(argv: Sequence[str], workdir: Path, path: str) -> str | None:
     program = argv[0]
     if "/" in program:
@@ -220,6 +238,9 @@ class ContainedSandbox(abc.ABC):
         started = time.monotonic()
         try:
             run_env = _base_env(scratch, env)
+            problem = _unstartable(argv, run_env)
+            if problem is not None:
+                return self._unstarted(argv, events, started, problem)
             program = _resolve_program(argv, workdir, run_env["PATH"])
             if program is None:
                 return self._unstarted(argv, events, started, f"{argv[0]}: not found")
@@ -305,6 +326,9 @@ class ContainedSandbox(abc.ABC):
             cgroups=cgroups.paths if cgroups else [],
             rlimits=_rlimits(limits, cgroups),
             cwd=str(command.workdir),
+            # The launcher's guard needs pidfds to watch the harness (Linux).
+            parent=os.getpid() if sys.platform == "linux" else None,
+            scratch=str(command.scratch),
             **wrapping.launcher,
         )
         env.update(wrapping.env)
@@ -312,7 +336,10 @@ class ContainedSandbox(abc.ABC):
         keep = min(limits.output_bytes, OUTPUT_CAP_BYTES)
         counter = _Counter(limits.output_bytes, watch.hit)
         out, err = _Output(keep, counter), _Output(keep, counter)
-        proc = _start(spec, command, env, wrapping.pass_fds)
+        try:
+            proc = _start(spec, command, env, wrapping.pass_fds)
+        except (OSError, ValueError) as exc:  # E2BIG and the like: the command never ran
+            return self._unstarted(command.argv, events, started, _describe(exc))
         watch.proc = proc
         if proc.stdin is not None:
             _feed(proc.stdin, stdin or b"")
