@@ -123,17 +123,21 @@ class CommandCgroups:
     _releasing: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
-    def acquire(cls, limits: SandboxLimits) -> CommandCgroups | None:
-        """A set with ``limits`` applied, or ``None`` when no hierarchy is writable here."""
+    def acquire(cls, limits: SandboxLimits, helpers: int = 0) -> CommandCgroups | None:
+        """A set with ``limits`` applied, or ``None`` when no hierarchy is writable here.
+
+        ``helpers`` is how many processes of the harness's own (wrappers, reapers)
+        run in the groups beside the command; the process cap does not count them.
+        """
         made = _POOL.take()
         if made is None:
             return None
         made.released = False
-        made._apply(limits)
+        made._apply(limits, helpers)
         made._baseline = made._counters()
         return made
 
-    def _apply(self, limits: SandboxLimits) -> None:
+    def _apply(self, limits: SandboxLimits, helpers: int) -> None:
         memory, pids, unified = (self.groups.get(k) for k in ("memory", "pids", _V2))
         if memory is not None:
             # Swap would let the tree grow past the cap instead of being killed; the
@@ -147,14 +151,14 @@ class CommandCgroups:
             _write(with_swap, str(limits.memory_bytes))
         # One more process than the cap: the launcher's guard lives in the groups too.
         if pids is not None:
-            _write(pids / "pids.max", str(limits.processes + 1))
+            _write(pids / "pids.max", str(limits.processes + 1 + helpers))
         if unified is not None:
             # Used where v2 has the controllers; a v1 group above already holds the cap.
             if memory is None:
                 _write(unified / "memory.max", str(limits.memory_bytes))
                 _write(unified / "memory.swap.max", "0")
             if pids is None:
-                _write(unified / "pids.max", str(limits.processes + 1))
+                _write(unified / "pids.max", str(limits.processes + 1 + helpers))
         has_cpu = "cpuacct" in self.groups or bool(unified and (unified / "cpu.stat").exists())
         # The tree is killed where RLIMIT_CPU's hard limit would kill one process (the cap
         # plus a second), so a lone process still sees its SIGXCPU at the cap first: the
@@ -263,8 +267,22 @@ class CommandCgroups:
                 return False
             time.sleep(0.002)
         self.released = True
-        _POOL.give_back(self)
+        # A killed process leaves the group's list at once but counts against the
+        # process cap until it is reaped; a set still counting one is not reused.
+        # (It stays in the pool's list, to be removed when the harness exits.)
+        if not self._still_counted():
+            _POOL.give_back(self)
         return True
+
+    def _still_counted(self) -> bool:
+        for controller in ("pids", _V2):
+            group = self.groups.get(controller)
+            counter = group / "pids.current" if group is not None else None
+            if counter is not None and counter.exists():
+                with contextlib.suppress(OSError, ValueError):
+                    if int(counter.read_text()) > 0:
+                        return True
+        return False
 
     def remove(self) -> None:
         """Remove the groups' folders (the pool does this at exit)."""

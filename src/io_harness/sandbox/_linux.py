@@ -85,6 +85,7 @@ class BubblewrapSandbox(ContainedSandbox):
     backend_name = "bubblewrap"
     needs_seccomp = True
     denies_network = True
+    helper_processes = 2  # bwrap outside, and its init in the new pid namespace
 
     @staticmethod
     @functools.cache
@@ -180,6 +181,7 @@ class NamespacesSandbox(ContainedSandbox):
     backend_name = "namespaces"
     needs_seccomp = True
     denies_network = True
+    helper_processes = 2  # unshare, and the launcher staying as the namespace's init
 
     @staticmethod
     @functools.cache

@@ -193,6 +193,8 @@ class ContainedSandbox(abc.ABC):
     backend_name = "floor"
     needs_seccomp = False
     denies_network = False
+    helper_processes = 0
+    """Processes the wrapper itself keeps in the command's groups (not counted by the cap)."""
 
     def __init__(self, config: SandboxConfig | None = None) -> None:
         self._config = config or SandboxConfig()
@@ -257,7 +259,11 @@ class ContainedSandbox(abc.ABC):
                 if self._config.network == "allow_list"
                 else None,
             )
-            cgroups = CommandCgroups.acquire(limits) if sys.platform == "linux" else None
+            cgroups = (
+                CommandCgroups.acquire(limits, self.helper_processes)
+                if sys.platform == "linux"
+                else None
+            )
             if command.proxy_socket is None:
                 return await self._launch(command, run_env, limits, cgroups, stdin, events)
             from io_harness.sandbox._proxy import NetProxy
