@@ -64,9 +64,9 @@ def test_what_select_passed_by_is_kept_with_its_reason() -> None:
         assert [why.split(":")[0] for why in sandbox.selection] == ["seatbelt", "job_object"]
 
 
-def test_an_unknown_backend_is_a_sandbox_error() -> None:
-    with pytest.raises(SandboxError, match="unknown sandbox backends"):
-        select(SandboxConfig(backends=("docker",)))
+def test_an_unknown_backend_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="unknown backends"):
+        SandboxConfig(backends=("docker",))
 
 
 def test_limits_are_checked() -> None:

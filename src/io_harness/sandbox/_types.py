@@ -9,11 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from io_harness._validation import CheckedModel
 
 __all__ = [
+    "BACKENDS",
     "Cap",
     "NetCheck",
     "Network",
@@ -73,6 +74,10 @@ class SandboxLimits(CheckedModel):
         return self.model_dump()
 
 
+BACKENDS = ("bubblewrap", "landlock", "namespaces", "seatbelt", "job_object", "floor")
+"""Every backend's name, in the order :func:`~io_harness.sandbox.select` prefers them."""
+
+
 class SandboxConfig(CheckedModel):
     """What :func:`io_harness.sandbox.select` must find a backend for."""
 
@@ -85,9 +90,18 @@ class SandboxConfig(CheckedModel):
     """With ``network="allow_list"``: ``host`` or ``host:port`` globs the proxy lets through
     (``*.example.com`` matches subdomains). A per-connection check can narrow it further."""
     backends: tuple[str, ...] | None = None
-    """The backends to consider, in order; ``None``: this platform's chain."""
+    """The backends to consider, in order (names from :data:`BACKENDS`); ``None``: this
+    platform's chain."""
     accept_floor: bool = False
     """Accept the portable floor even though it cannot deny the network."""
+
+    @field_validator("backends")
+    @classmethod
+    def _known(cls, names: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        unknown = [name for name in names or () if name not in BACKENDS]
+        if unknown:
+            raise ValueError(f"unknown backends {unknown}; known: {list(BACKENDS)}")
+        return names
 
 
 @dataclass(frozen=True, slots=True)
