@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ from rich.text import Text
 from io_harness.cli._text import escape
 from io_harness.loop import DEFAULT_SANDBOX, SandboxChoice
 from io_harness.sandbox import BackendReport, SandboxConfig, SandboxError, probe, select
+from io_harness.sandbox._cgroups import cgroups_report
 
 if TYPE_CHECKING:
     from io_harness.store import Trace
@@ -53,13 +55,16 @@ def sandbox_choice(args: argparse.Namespace, console: Console) -> SandboxChoice:
 
 def cmd_doctor(args: argparse.Namespace, console: Console) -> int:
     """``ioh doctor``: every backend this machine offers, and which one a run gets."""
-    console.print(render_doctor(probe(), _default_backend()))
+    caps = cgroups_report() if sys.platform == "linux" else ""
+    console.print(render_doctor(probe(), _default_backend(), caps))
     return 0
 
 
 def _default_backend() -> str | SandboxError:
     try:
-        return select(SandboxConfig()).name
+        chosen = select(SandboxConfig())
+        passed = getattr(chosen, "selection", ())
+        return chosen.name + (f" (passed by: {'; '.join(passed)})" if passed else "")
     except SandboxError as exc:
         return exc
 
@@ -112,8 +117,14 @@ def sandbox_counts(rows: tuple[dict[str, Any], ...]) -> str:
     return f"[{colour}]sandbox events: {listed}[/]"
 
 
-def render_doctor(reports: Sequence[BackendReport], default: str | SandboxError) -> RenderableType:
-    """What ``ioh doctor`` prints: every backend, and the one a run would get."""
+def render_doctor(
+    reports: Sequence[BackendReport], default: str | SandboxError, caps: str = ""
+) -> RenderableType:
+    """What ``ioh doctor`` prints: every backend, how caps are enforced, and what a run gets.
+
+    ``default`` is the backend a default run would get, with what select passed
+    by, or the error it raised; ``caps`` says which cgroups the caps use.
+    """
     table = Table(title="sandbox backends", title_justify="left")
     table.add_column("backend", no_wrap=True)
     table.add_column("available", no_wrap=True)
@@ -137,6 +148,8 @@ def render_doctor(reports: Sequence[BackendReport], default: str | SandboxError)
         verdict = Text.from_markup(
             f"a run with the default configuration gets: [bold]{escape(default)}[/]"
         )
+    if caps:
+        return Group(table, Text(f"caps: {caps}"), verdict)
     return Group(table, verdict)
 
 
