@@ -589,3 +589,20 @@ def test_the_groups_of_a_dead_harness_are_emptied_and_removed() -> None:
         left.wait()
         with contextlib.suppress(OSError):
             folder.rmdir()
+
+
+async def test_a_program_in_a_folder_the_sandbox_makes_private_still_runs(
+    harness: Harness,
+) -> None:
+    # A clone (and its virtualenv) under /tmp: bubblewrap gives the command a /tmp of
+    # its own, and must bind the program back.
+    folder = _open_folder()
+    try:
+        program = folder / "say-hello"
+        program.write_text("#!/bin/sh\necho hello from $0\n")
+        program.chmod(0o755)
+        outcome = await harness.sandbox().run([str(program)], workdir=harness.workspace)
+        assert outcome.exit_code == 0, (outcome.summary, outcome.stderr)
+        assert outcome.stdout == f"hello from {program}\n"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 from io_harness.sandbox._launch import launch_args
@@ -122,7 +123,7 @@ class BubblewrapSandbox(ContainedSandbox):
         if command.config.network != "open":
             # Host daemons listen on Unix sockets under /run (/var/run links there).
             args += ["--tmpfs", "/run"]
-        for path in command.readable:
+        for path in (*_hidden_by_private_folders(command), *command.readable):
             args += ["--ro-bind", str(path), str(path)]
         workdir = "--ro-bind" if command.mode == "read_only" else "--bind"
         args += [workdir, str(command.workdir), str(command.workdir)]
@@ -135,6 +136,26 @@ class BubblewrapSandbox(ContainedSandbox):
             pass_fds=(filter_fd,),
             signal_in_status=True,
         )
+
+
+_PRIVATE = (Path("/tmp"), Path("/run"))
+"""Folders bubblewrap replaces with empty ones of the sandbox's own."""
+
+
+def _hidden_by_private_folders(command: Command) -> list[Path]:
+    """What the command needs that lives in a folder bubblewrap makes private.
+
+    The program and the Python the harness runs (a virtualenv in a clone under
+    ``/tmp``, say) are bound back, read-only, at the same paths.
+    """
+    needed = {Path(command.argv[0]).parent, Path(sys.prefix), Path(sys.base_prefix)}
+    needed |= {Path(os.path.realpath(sys.executable)).parent.parent}
+    return sorted(
+        path
+        for path in needed
+        if any(path.is_relative_to(folder) and path != folder for folder in _PRIVATE)
+        and path.exists()
+    )
 
 
 def _confining_steps(command: Command) -> dict[str, Any]:
