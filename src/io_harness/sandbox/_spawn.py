@@ -45,7 +45,7 @@ __all__ = ["LAUNCHER", "Command", "ContainedSandbox", "Wrapping"]
 LAUNCHER = Path(__file__).with_name("_launch.py")
 _LAUNCH_FAILED = 125
 _LAUNCH_MARK = "ioh-launch:"
-_POLL_SECONDS = 0.02
+_POLL_SECONDS = 0.05
 _DRAIN_SECONDS = 2.0
 _BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ")
 
