@@ -40,6 +40,7 @@ unit: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/step_overhead.py
+	$(BIN)/python bench/sandbox_overhead.py
 
 # Re-record the demo's cassette after a change to prompts or tool output.
 cassette: $(STAMP)
