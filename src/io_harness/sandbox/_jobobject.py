@@ -30,6 +30,7 @@ from typing import IO, ClassVar
 
 from io_harness._process import _CappedBuffer, _feed, in_thread
 from io_harness.errors import SandboxError
+from io_harness.sandbox._spawn import command_env
 from io_harness.sandbox._types import (
     Cap,
     NetCheck,
@@ -38,6 +39,7 @@ from io_harness.sandbox._types import (
     SandboxLimits,
     SandboxMode,
     SandboxOutcome,
+    ended_events,
 )
 
 __all__ = [
@@ -247,21 +249,12 @@ class JobObjectSandbox:
             SandboxEvent("create", self.name, {"mode": chosen_mode, "limits": limits.record()})
         ]
         scratch = Path(tempfile.mkdtemp(prefix="ioh-job-"))
-        run_env = {
-            **(os.environ if env is None else env),
-            "TEMP": str(scratch),
-            "TMP": str(scratch),
-        }
+        run_env = command_env(scratch, env)
         try:
             outcome = await _run_in_job(argv, workdir, run_env, limits, stdin)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-        events.append(
-            SandboxEvent("exec", self.name, {"argv": list(argv), "duration": outcome.duration})
-        )
-        if outcome.cap_hit is not None:
-            events.append(SandboxEvent("cap_hit", self.name, {"cap": outcome.cap_hit}))
-        events.append(SandboxEvent("destroy", self.name, {}))
+        events += ended_events(self.name, argv, outcome.duration, outcome.cap_hit)
         return SandboxOutcome(
             backend=self.name,
             argv=tuple(argv),

@@ -23,9 +23,13 @@ from __future__ import annotations
 
 import _signal as signal  # type: ignore[import-not-found]  # signal without enum
 import os
-import resource
 import sys
 import types
+
+try:
+    import resource
+except ImportError:  # Windows, where the harness imports launch_args but never launches
+    resource = None  # type: ignore[assignment]
 
 LAUNCH_FAILED = 125
 MARK = "ioh-launch:"

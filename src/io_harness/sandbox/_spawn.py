@@ -13,7 +13,6 @@ import contextlib
 import dataclasses
 import math
 import os
-import resource
 import selectors
 import shutil
 import signal
@@ -38,16 +37,18 @@ from io_harness.sandbox._types import (
     SandboxLimits,
     SandboxMode,
     SandboxOutcome,
+    ended_events,
 )
 
-__all__ = ["LAUNCHER", "Command", "ContainedSandbox", "Wrapping"]
+__all__ = ["LAUNCHER", "Command", "ContainedSandbox", "Wrapping", "command_env"]
 
 LAUNCHER = Path(__file__).with_name("_launch.py")
 _LAUNCH_FAILED = 125
 _LAUNCH_MARK = "ioh-launch:"
 _POLL_SECONDS = 0.05
 _DRAIN_SECONDS = 2.0
-_BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ")
+_BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "SYSTEMROOT", "PATHEXT")
+"""What a command takes from the harness's environment (Windows programs need the last two)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +88,6 @@ class Wrapping:
     pass_fds: tuple[int, ...] = ()
     signal_in_status: bool = False
     """The wrapper reports a command killed by signal N as exit status 128 + N."""
-    env: Mapping[str, str] = field(default_factory=dict)
 
 
 class _Output:
@@ -145,6 +145,8 @@ def _rlimits(limits: SandboxLimits, cgroups: CommandCgroups | None) -> dict[str,
     if (cgroups is None or not cgroups.caps_processes) and os.geteuid() != 0:
         chosen["RLIMIT_NPROC"] = [limits.processes] * 2
     # Never ask for more than the harness itself may have.
+    import resource  # POSIX only: this module is imported on Windows too
+
     for name, pair in chosen.items():
         _, hard = resource.getrlimit(getattr(resource, name))
         if hard != resource.RLIM_INFINITY:
@@ -178,11 +180,14 @@ def _resolve_program(argv: Sequence[str], workdir: Path, path: str) -> str | Non
     return shutil.which(program, path=path)
 
 
-def _base_env(scratch: Path, extra: Mapping[str, str] | None) -> dict[str, str]:
-    # The harness's own environment (API keys among it) never reaches a command.
+def command_env(scratch: Path, extra: Mapping[str, str] | None) -> dict[str, str]:
+    """A command's environment: a few of the harness's variables, its scratch folder as
+    home and temporary folder, then ``extra``. The rest of the harness's environment
+    (API keys among it) never reaches a command."""
     env = {key: os.environ[key] for key in _BASE_ENV_KEYS if key in os.environ}
     env.setdefault("PATH", os.defpath)
-    env.update(HOME=str(scratch), TMPDIR=str(scratch))
+    home = str(scratch)
+    env.update(HOME=home, TMPDIR=home, TEMP=home, TMP=home)
     env.update(extra or {})
     return env
 
@@ -239,7 +244,7 @@ class ContainedSandbox(abc.ABC):
         cgroups: CommandCgroups | None = None
         started = time.monotonic()
         try:
-            run_env = _base_env(scratch, env)
+            run_env = command_env(scratch, env)
             problem = _unstartable(argv, run_env)
             if problem is not None:
                 return self._unstarted(argv, events, started, problem)
@@ -337,7 +342,6 @@ class ContainedSandbox(abc.ABC):
             scratch=str(command.scratch),
             **wrapping.launcher,
         )
-        env.update(wrapping.env)
         watch = _Watch(cgroups, started + limits.wall_seconds)
         keep = min(limits.output_bytes, OUTPUT_CAP_BYTES)
         counter = _Counter(limits.output_bytes, watch.hit)
@@ -363,10 +367,7 @@ class ContainedSandbox(abc.ABC):
         if status.exit_code == _LAUNCH_FAILED and _LAUNCH_MARK in stderr:
             spawn_error = stderr.split(_LAUNCH_MARK, 1)[1].strip().splitlines()[0]
         argv = command.argv
-        events.append(SandboxEvent("exec", self.name, {"argv": list(argv), "duration": duration}))
-        if cap is not None:
-            events.append(SandboxEvent("cap_hit", self.name, {"cap": cap}))
-        events.append(SandboxEvent("destroy", self.name, {}))
+        events += ended_events(self.name, argv, duration, cap)
         return SandboxOutcome(
             backend=self.name,
             argv=argv,

@@ -24,6 +24,7 @@ __all__ = [
     "SandboxLimits",
     "SandboxMode",
     "SandboxOutcome",
+    "ended_events",
 ]
 
 SandboxMode = Literal["read_only", "workspace_write", "full_access"]
@@ -117,6 +118,16 @@ class SandboxEvent:
     detail: Mapping[str, Any] = field(default_factory=dict)
     at: float = field(default_factory=time.time)
     """When it happened (Unix time)."""
+
+
+def ended_events(
+    backend: str, argv: Sequence[str], duration: float, cap: Cap | None
+) -> list[SandboxEvent]:
+    """The events that close a command's trace: ``exec``, ``cap_hit`` if one, ``destroy``."""
+    events = [SandboxEvent("exec", backend, {"argv": list(argv), "duration": duration})]
+    if cap is not None:
+        events.append(SandboxEvent("cap_hit", backend, {"cap": cap}))
+    return [*events, SandboxEvent("destroy", backend, {})]
 
 
 @dataclass(frozen=True, slots=True)
