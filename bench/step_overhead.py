@@ -9,7 +9,7 @@ subtracted from every step, so what is left is the harness's own cost.
 
 Nothing in the library is changed: the timings come from wrappers installed by
 this script only (``commit_step`` on the store instance, ``complete`` on the
-provider instance, and the class attributes ``Toolbox.dispatch``,
+provider instance, and the class attributes ``RunTools.dispatch``,
 ``Engine._verify`` and ``Engine.drive``).
 
 A step runs from the end of the previous step's commit (for step 1: the start
@@ -18,7 +18,7 @@ of ``Engine.drive``) to the end of its own commit, and splits into:
     context   the end of the previous commit to the provider call: budget
               checks, building the CompletionRequest (and the observer
               hand-off of the previous step, none here)
-    dispatch  Toolbox.dispatch (argument validation, the gate and the tool)
+    dispatch  RunTools.dispatch (argument validation, the gate and the tool)
     verify    Engine._verify (the criterion, its row and event); only step S
     commit    store.commit_step (one transaction; with durability "full",
               an fsync of the WAL)
@@ -70,7 +70,7 @@ from io_harness import (
 )
 from io_harness.loop._engine import Engine
 from io_harness.testing import ScriptedProvider, reply
-from io_harness.tools import Toolbox
+from io_harness.tools import RunTools
 
 STORES = ("full", "normal", "memory")
 STORE_LABELS = {
@@ -140,7 +140,7 @@ class _Active:
 
 
 _active_run = _Active()
-_original_dispatch = Toolbox.dispatch
+_original_dispatch = RunTools.dispatch
 _original_verify = Engine._verify
 _original_drive = Engine.drive
 
@@ -150,7 +150,7 @@ def _active() -> Probe:
     return _active_run.probe
 
 
-async def _timed_dispatch(self: Toolbox, call: ToolCall, **options: Any) -> Any:
+async def _timed_dispatch(self: RunTools, call: ToolCall, **options: Any) -> Any:
     started = now()
     try:
         return await _original_dispatch(self, call, **options)
@@ -172,7 +172,7 @@ async def _timed_drive(self: Engine, *args: Any, **kwargs: Any) -> Any:
 
 
 def _install_class_wrappers() -> None:
-    Toolbox.dispatch = _timed_dispatch  # type: ignore[method-assign]
+    RunTools.dispatch = _timed_dispatch  # type: ignore[method-assign]
     Engine._verify = _timed_verify  # type: ignore[method-assign]
     Engine.drive = _timed_drive  # type: ignore[method-assign]
 

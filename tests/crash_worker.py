@@ -33,7 +33,7 @@ from io_harness import (
     run_sync,
 )
 from io_harness.testing import ScriptedProvider, call, reply
-from io_harness.tools import Toolbox, ToolOutcome
+from io_harness.tools import RunTools, ToolOutcome
 from io_harness.tools._gated import Deferral
 
 STEPS = 8
@@ -70,11 +70,11 @@ def provider(kill_step: int, kill_at: str) -> ScriptedProvider:
 
 def die_after_tool_call(kill_step: int) -> None:
     """Make the process SIGKILL itself once the tool call of step ``kill_step`` returns."""
-    dispatch = Toolbox.dispatch
+    dispatch = RunTools.dispatch
     calls = 0
 
     async def dispatch_then_die(
-        self: Toolbox, call: ToolCall, **options: Any
+        self: RunTools, call: ToolCall, **options: Any
     ) -> ToolOutcome | Deferral:
         nonlocal calls
         outcome = await dispatch(self, call, **options)
@@ -83,7 +83,7 @@ def die_after_tool_call(kill_step: int) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
         return outcome
 
-    Toolbox.dispatch = dispatch_then_die  # type: ignore[method-assign]
+    RunTools.dispatch = dispatch_then_die  # type: ignore[method-assign]
 
 
 def main() -> None:

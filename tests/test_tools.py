@@ -1,6 +1,6 @@
 """The built-in file tools from the user's side: reading, writing, searching, confinement.
 
-Every test drives the tools through ``Toolbox.dispatch`` (or the whole loop
+Every test drives the tools through ``RunTools.dispatch`` (or the whole loop
 with a scripted provider) on real files under ``tmp_path``. The ``project``
 fixture is a workspace at ``tmp_path/project``; ``outside`` is a sibling
 folder the agent must never read or change.
@@ -33,9 +33,9 @@ from io_harness.testing import ScriptedProvider, call, reply
 from io_harness.tools import (
     SKIPPED_DIRS,
     Args,
+    HarnessTool,
     PathRefused,
-    Tool,
-    Toolbox,
+    RunTools,
     ToolOutcome,
     Workspace,
     single_file_tools,
@@ -53,11 +53,11 @@ ELF = b"\x7fELF\x02\x01\x01" + b"\x00" * 32
 # --- helpers -----------------------------------------------------------------------------
 
 
-def toolbox_for(root: Path) -> Toolbox:
-    return Toolbox(workspace_tools(Workspace(root)))
+def toolbox_for(root: Path) -> RunTools:
+    return RunTools(workspace_tools(Workspace(root)))
 
 
-async def use(toolbox: Toolbox, name: str, /, **arguments: Any) -> ToolOutcome:
+async def use(toolbox: RunTools, name: str, /, **arguments: Any) -> ToolOutcome:
     return await toolbox.dispatch(ToolCall(id="1", name=name, arguments=arguments))
 
 
@@ -74,7 +74,7 @@ def snapshot(folder: Path) -> dict[str, tuple[int, bytes | None]]:
 
 
 @pytest.fixture
-def box(project: Path) -> Toolbox:
+def box(project: Path) -> RunTools:
     return toolbox_for(project)
 
 
@@ -92,7 +92,7 @@ def outside(tmp_path: Path, project: Path) -> Path:
 # --- read_file ---------------------------------------------------------------------------
 
 
-async def test_read_file_numbers_every_line_from_one(box: Toolbox) -> None:
+async def test_read_file_numbers_every_line_from_one(box: RunTools) -> None:
     done = await use(box, "read_file", path="data/notes.txt")
 
     assert not done.is_error
@@ -109,7 +109,7 @@ async def test_read_file_shows_a_last_line_without_a_newline_as_it_is(project: P
 
 
 async def test_read_file_with_offset_and_limit_shows_that_window_and_the_total(
-    box: Toolbox,
+    box: RunTools,
 ) -> None:
     done = await use(box, "read_file", path="data/notes.txt", offset=2, limit=1)
 
@@ -117,25 +117,25 @@ async def test_read_file_with_offset_and_limit_shows_that_window_and_the_total(
     assert done.content == "[data/notes.txt: lines 2-2 of 3]\n     2\tbeta\n"
 
 
-async def test_read_file_with_only_a_limit_starts_at_the_first_line(box: Toolbox) -> None:
+async def test_read_file_with_only_a_limit_starts_at_the_first_line(box: RunTools) -> None:
     done = await use(box, "read_file", path="data/notes.txt", limit=2)
 
     assert done.content == "[data/notes.txt: lines 1-2 of 3]\n     1\talpha\n     2\tbeta\n"
 
 
-async def test_read_file_with_only_an_offset_reads_to_the_end(box: Toolbox) -> None:
+async def test_read_file_with_only_an_offset_reads_to_the_end(box: RunTools) -> None:
     done = await use(box, "read_file", path="data/notes.txt", offset=2)
 
     assert done.content == "[data/notes.txt: lines 2-3 of 3]\n     2\tbeta\n     3\tgamma\n"
 
 
-async def test_a_limit_past_the_end_shows_what_there_is(box: Toolbox) -> None:
+async def test_a_limit_past_the_end_shows_what_there_is(box: RunTools) -> None:
     done = await use(box, "read_file", path="data/notes.txt", offset=3, limit=50)
 
     assert done.content == "[data/notes.txt: lines 3-3 of 3]\n     3\tgamma\n"
 
 
-async def test_an_offset_past_the_end_is_an_error_naming_the_line_count(box: Toolbox) -> None:
+async def test_an_offset_past_the_end_is_an_error_naming_the_line_count(box: RunTools) -> None:
     done = await use(box, "read_file", path="data/notes.txt", offset=4)
 
     assert done.is_error
@@ -144,7 +144,7 @@ async def test_an_offset_past_the_end_is_an_error_naming_the_line_count(box: Too
 
 @pytest.mark.parametrize("field", ["offset", "limit"])
 async def test_an_offset_or_limit_below_one_is_an_invalid_argument(
-    box: Toolbox, field: str
+    box: RunTools, field: str
 ) -> None:
     done = await use(box, "read_file", path="data/notes.txt", **{field: 0})
 
@@ -152,14 +152,14 @@ async def test_an_offset_or_limit_below_one_is_an_invalid_argument(
     assert f"{field}: Input should be greater than or equal to 1" in done.content
 
 
-async def test_an_empty_file_is_reported_as_empty(box: Toolbox) -> None:
+async def test_an_empty_file_is_reported_as_empty(box: RunTools) -> None:
     done = await use(box, "read_file", path="pkg/__init__.py")
 
     assert not done.is_error
     assert done.content == "pkg/__init__.py is empty"
 
 
-async def test_a_missing_file_and_a_folder_are_errors_that_say_so(box: Toolbox) -> None:
+async def test_a_missing_file_and_a_folder_are_errors_that_say_so(box: RunTools) -> None:
     missing = await use(box, "read_file", path="pkg/nope.py")
     folder = await use(box, "read_file", path="pkg")
 
@@ -525,7 +525,7 @@ async def test_grep_path_glob_matches_the_name_or_the_relative_path(project: Pat
     assert {line.split(":")[0] for line in by_path.content.splitlines()} == {"data/notes.txt"}
 
 
-async def test_grep_with_no_matches_says_so(box: Toolbox) -> None:
+async def test_grep_with_no_matches_says_so(box: RunTools) -> None:
     done = await use(box, "grep", pattern="zebra")
 
     assert not done.is_error
@@ -554,7 +554,7 @@ async def test_grep_clips_a_very_long_line_and_says_how_much_it_cut(project: Pat
     assert done.content == f"min.js:1: {shown}... [+{1006 - LINE_SHOWN_CHARS} chars]"
 
 
-async def test_an_invalid_regular_expression_is_an_error_observation(box: Toolbox) -> None:
+async def test_an_invalid_regular_expression_is_an_error_observation(box: RunTools) -> None:
     done = await use(box, "grep", pattern="(unclosed")
 
     assert done.is_error
@@ -619,7 +619,7 @@ async def test_find_lists_files_matching_by_name_or_by_relative_path(project: Pa
     assert by_path.content == "pkg/sub/deep.py"
 
 
-async def test_find_lists_files_not_folders(box: Toolbox) -> None:
+async def test_find_lists_files_not_folders(box: RunTools) -> None:
     done = await use(box, "find", name_glob="pkg")
 
     assert done.content == "no files match 'pkg'"
@@ -912,7 +912,7 @@ def test_resolve_refuses_a_path_that_cannot_be_a_file_name(project: Path) -> Non
 # --- dispatch ----------------------------------------------------------------------------
 
 
-async def test_an_unknown_tool_is_an_error_listing_the_tools(box: Toolbox) -> None:
+async def test_an_unknown_tool_is_an_error_listing_the_tools(box: RunTools) -> None:
     done = await use(box, "rm_rf", path=".")
 
     assert done.is_error
@@ -923,7 +923,7 @@ async def test_an_unknown_tool_is_an_error_listing_the_tools(box: Toolbox) -> No
 
 
 @pytest.mark.parametrize("raw", ['{"path": "pkg/', "[1, 2]", '"data/notes.txt"', ""])
-async def test_arguments_that_are_not_a_json_object_are_an_error(box: Toolbox, raw: str) -> None:
+async def test_arguments_that_are_not_a_json_object_are_an_error(box: RunTools, raw: str) -> None:
     done = await box.dispatch(ToolCall(id="1", name="read_file", arguments=raw))
 
     assert done.is_error
@@ -960,7 +960,7 @@ async def test_a_missing_mistyped_or_unknown_field_is_an_error_naming_it(
     assert snapshot(project) == before
 
 
-async def test_a_boolean_for_a_number_is_a_mistyped_field(box: Toolbox) -> None:
+async def test_a_boolean_for_a_number_is_a_mistyped_field(box: RunTools) -> None:
     done = await use(box, "read_file", path="data/notes.txt", limit=True)
 
     assert done.is_error
@@ -971,7 +971,7 @@ class _NoArgs(Args):
     pass
 
 
-class _Broken(Tool[_NoArgs]):
+class _Broken(HarnessTool[_NoArgs]):
     name = "broken"
     description = "Always fails."
     args = _NoArgs
@@ -981,7 +981,7 @@ class _Broken(Tool[_NoArgs]):
 
 
 async def test_a_tool_that_crashes_comes_back_as_an_error_observation(project: Path) -> None:
-    box = Toolbox([*workspace_tools(Workspace(project)), _Broken()])
+    box = RunTools([*workspace_tools(Workspace(project)), _Broken()])
 
     done = await use(box, "broken")
 
@@ -993,10 +993,10 @@ def test_two_tools_with_one_name_are_a_config_error(project: Path) -> None:
     workspace = Workspace(project)
 
     with pytest.raises(ConfigError, match="two tools are named 'read_file'"):
-        Toolbox([*workspace_tools(workspace), *workspace_tools(workspace)])
+        RunTools([*workspace_tools(workspace), *workspace_tools(workspace)])
 
 
-def test_the_workspace_tools_are_offered_with_their_arguments(box: Toolbox) -> None:
+def test_the_workspace_tools_are_offered_with_their_arguments(box: RunTools) -> None:
     specs = {spec.name: spec.parameters for spec in box.specs}
 
     assert list(specs) == ["read_file", "write_file", "edit_file", "grep", "find", "list_dir"]
@@ -1017,8 +1017,8 @@ def test_the_workspace_tools_are_offered_with_their_arguments(box: Toolbox) -> N
 # --- single-file mode --------------------------------------------------------------------
 
 
-def single_box(path: Path) -> Toolbox:
-    return Toolbox(single_file_tools(path))
+def single_box(path: Path) -> RunTools:
+    return RunTools(single_file_tools(path))
 
 
 async def test_single_file_read_of_a_missing_file_says_it_does_not_exist_yet(
@@ -1228,7 +1228,7 @@ async def test_a_run_cannot_find_or_grep_files_behind_a_symlink_out(
 
 @pytest.mark.parametrize("tool", ["read_file", "write_file", "edit_file"])
 async def test_a_named_pipe_is_refused_instead_of_blocking_the_run(
-    project: Path, box: Toolbox, tool: str
+    project: Path, box: RunTools, tool: str
 ) -> None:
     os.mkfifo(project / "pipe")
     arguments: dict[str, Any] = {"path": "pipe"}
@@ -1244,7 +1244,7 @@ async def test_a_named_pipe_is_refused_instead_of_blocking_the_run(
 
 
 async def test_an_edit_whose_replacement_equals_the_search_changes_nothing(
-    project: Path, box: Toolbox
+    project: Path, box: RunTools
 ) -> None:
     result = await use(box, "edit_file", path="pkg/calc.py", search="a - b", replace="a - b")
 
@@ -1253,7 +1253,7 @@ async def test_an_edit_whose_replacement_equals_the_search_changes_nothing(
     assert "unchanged" in result.content
 
 
-async def test_a_new_file_gets_the_process_default_mode(box: Toolbox, project: Path) -> None:
+async def test_a_new_file_gets_the_process_default_mode(box: RunTools, project: Path) -> None:
     await use(box, "write_file", path="fresh.txt", content="x")
 
     umask = os.umask(0)
@@ -1268,7 +1268,7 @@ class _StampArgs(Args):
     label: str
 
 
-class _Stamp(Tool[_StampArgs]):
+class _Stamp(HarnessTool[_StampArgs]):
     """A registered tool that is not a built-in file tool."""
 
     name = "stamp"
@@ -1285,7 +1285,7 @@ class _Stamp(Tool[_StampArgs]):
 
 async def test_a_tool_that_is_not_a_file_tool_is_checked_as_an_exec_of_its_name() -> None:
     stamp = _Stamp()
-    box = Toolbox([stamp])
+    box = RunTools([stamp])
     stamped = ToolCall(id="1", name="stamp", arguments={"label": "a"})
 
     refused = await box.dispatch(

@@ -38,7 +38,7 @@ from io_harness.providers import Provider, members_of
 from io_harness.sandbox import NetCheck
 from io_harness.store import Store
 from io_harness.store._records import NewRun
-from io_harness.tools import ExecTool, Toolbox, Workspace, single_file_tools, workspace_tools
+from io_harness.tools import ExecTool, RunTools, Workspace, single_file_tools, workspace_tools
 from io_harness.tools._text import remove_partial_writes
 
 __all__ = [
@@ -60,12 +60,12 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
 
 
-def _toolbox(contract: TaskContract, gate: Gate, chosen: RunSandbox, started_at: float) -> Toolbox:
+def _toolbox(contract: TaskContract, gate: Gate, chosen: RunSandbox, started_at: float) -> RunTools:
     """The run's tools, after removing what writes cut short by a crash left behind."""
     if contract.mode == "file":
         assert contract.path is not None
         remove_partial_writes(contract.root.glob(f".{contract.path.name}.*"))
-        return Toolbox(single_file_tools(contract.path))
+        return RunTools(single_file_tools(contract.path))
     workspace = Workspace(contract.root, may_read=gate.readable)
     remove_partial_writes(workspace.walk())
     tools = workspace_tools(workspace)
@@ -73,7 +73,7 @@ def _toolbox(contract: TaskContract, gate: Gate, chosen: RunSandbox, started_at:
         wall = contract.budget.max_wall_seconds
         wall_end = started_at + wall if wall is not None else None
         tools.append(ExecTool(workspace, chosen.sandbox, wall_end, _net_check(gate)))
-    return Toolbox(tools)
+    return RunTools(tools)
 
 
 def _net_check(gate: Gate) -> NetCheck:

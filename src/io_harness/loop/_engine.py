@@ -42,7 +42,7 @@ from io_harness.store._records import (
     StoredRun,
     VerificationRow,
 )
-from io_harness.tools import Toolbox
+from io_harness.tools import RunTools
 from io_harness.tools._base import ToolOutcome
 from io_harness.tools._gated import Deferral, ResumePoint
 from io_harness.verify import VerificationResult
@@ -66,7 +66,7 @@ class Engine:
         contract: TaskContract,
         provider: Provider,
         store: Store,
-        toolbox: Toolbox,
+        toolbox: RunTools,
         stored: StoredRun,
         observer: Observer | None,
         prices: PriceTable | None,

@@ -21,6 +21,9 @@ class DoneCall(BaseModel):
     result: str
     is_error: bool
     changed: tuple[str, ...] = ()
+    kind: str = "builtin"
+    duration: float | None = None
+    error: str | None = None
 
     def row(self) -> ToolCallRow:
         """The call as the store's ``tool_calls`` row."""
@@ -31,6 +34,9 @@ class DoneCall(BaseModel):
             result=self.result,
             is_error=self.is_error,
             changed=self.changed,
+            kind=self.kind,
+            duration=self.duration,
+            error=self.error,
         )
 
     def result_block(self) -> ToolResult:

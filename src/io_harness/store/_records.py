@@ -48,6 +48,10 @@ class NewRun:
     """The caller's labels for the run (``ioh`` keeps the provider specs here)."""
     sandbox_json: str | None = None
     """The sandbox the run's commands run in: ``{backend, why, config}`` as JSON."""
+    prices_json: str | None = None
+    """The PriceTable the run is priced with, as JSON, so a resume needs none."""
+    setup_json: str | None = None
+    """What the harness supplied: caller tools (name and spec hash), skills folders, memory."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +99,12 @@ class ToolCallRow:
     result: str
     is_error: bool
     changed: tuple[str, ...]
+    kind: str = "builtin"
+    """Which kind of tool answered: ``builtin``, ``caller`` or ``mcp``."""
+    duration: float | None = None
+    """Seconds the tool ran; ``None`` when it did not run (refused, bad arguments)."""
+    error: str | None = None
+    """What failed inside the tool: its exception or a timeout."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +262,10 @@ class StoredRun:
     """The deferred action the run waits on, when ``status`` is ``awaiting``."""
     sandbox_json: str | None = None
     """The sandbox of the run's last start, ``{backend, why, config}``; ``None`` before v4."""
+    prices_json: str | None = None
+    """The PriceTable the run was started with; ``None``: unpriced, or stored before v5."""
+    setup_json: str | None = None
+    """What the harness supplied (see :class:`NewRun`); ``None`` before v5."""
 
 
 class RunSummary(BaseModel):

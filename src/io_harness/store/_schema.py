@@ -176,7 +176,42 @@ CREATE TABLE sandbox_events (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
+_V5 = """
+ALTER TABLE runs ADD COLUMN prices TEXT;   -- PriceTable JSON the run is priced with; NULL: unpriced
+-- JSON of what the harness supplied: caller_tools {name: sha256 of its spec}, skills [folders],
+-- memory (bool). NULL: stored before v5 (no caller tools, skills or memory).
+ALTER TABLE runs ADD COLUMN setup TEXT;
+
+ALTER TABLE tool_calls ADD COLUMN kind TEXT NOT NULL DEFAULT 'builtin';  -- builtin | caller | mcp
+ALTER TABLE tool_calls ADD COLUMN duration REAL;  -- seconds it ran; NULL: before v5, or refused
+ALTER TABLE tool_calls ADD COLUMN error TEXT;     -- what failed inside the tool: exception, timeout
+
+-- What agents remembered, per workspace (its canonical root), across runs.
+CREATE TABLE memory (
+    workspace  TEXT NOT NULL,
+    key        TEXT NOT NULL,
+    value      TEXT NOT NULL,
+    written    INTEGER NOT NULL,                 -- order of writes in the workspace: oldest evicted
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (workspace, key)
+);
+
+-- Every change to memory: who made it and what it was.
+CREATE TABLE memory_log (
+    seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+    workspace TEXT NOT NULL,
+    key       TEXT NOT NULL,
+    op        TEXT NOT NULL,                     -- set | forget | evict
+    value     TEXT,                              -- the value set, or the value lost
+    run_id    TEXT,                              -- NULL: from outside a run (ioh memory forget)
+    step      INTEGER,
+    call_id   TEXT,
+    at        REAL NOT NULL
+);
+CREATE INDEX memory_log_by_run ON memory_log (run_id, seq);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
 """``MIGRATIONS[n]`` takes a store from version ``n`` to ``n + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -37,7 +37,7 @@ Durability = Literal["full", "normal"]
 _RUN_COLUMNS = (
     "id", "goal", "contract", "system_prompt", "tools", "provider", "model", "status",
     "outcome", "steps", *USAGE_COLUMNS, "cost_micros", "unpriced_calls", "started_at",
-    "finished_at", "error", "policy", "remembered", "labels", "sandbox",
+    "finished_at", "error", "policy", "remembered", "labels", "sandbox", "prices", "setup",
 )  # fmt: skip
 
 
@@ -156,8 +156,8 @@ class SqliteStore(Store):
                 )
             db.execute(
                 "INSERT INTO runs (id, goal, contract, system_prompt, tools, provider, model,"
-                " status, started_at, policy, labels, sandbox)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+                " status, started_at, policy, labels, sandbox, prices, setup)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
                 (
                     run.id,
                     run.goal,
@@ -170,6 +170,8 @@ class SqliteStore(Store):
                     run.policy_json,
                     json.dumps(run.labels) if run.labels else None,
                     run.sandbox_json,
+                    run.prices_json,
+                    run.setup_json,
                 ),
             )
             insert_messages(db, run.id, 0, run.messages)
@@ -247,6 +249,8 @@ class SqliteStore(Store):
             remembered_json=row["remembered"],
             pending=next(iter(self.approvals(run_id)), None),
             sandbox_json=row["sandbox"],
+            prices_json=row["prices"],
+            setup_json=row["setup"],
         )
 
     def _last_check(self, run_id: str) -> str | None:

@@ -139,7 +139,7 @@ def _insert_step(db: sqlite3.Connection, run_id: str, record: StepRecord) -> Non
     insert_messages(db, run_id, record.step, record.messages)
     db.executemany(
         "INSERT INTO tool_calls (run_id, step, seq, call_id, name, arguments, result,"
-        " is_error, changed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " is_error, changed, kind, duration, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 run_id,
@@ -151,6 +151,9 @@ def _insert_step(db: sqlite3.Connection, run_id: str, record: StepRecord) -> Non
                 c.result,
                 int(c.is_error),
                 json.dumps(list(c.changed)),
+                c.kind,
+                c.duration,
+                c.error,
             )
             for seq, c in enumerate(record.tool_calls, start=1)
         ],

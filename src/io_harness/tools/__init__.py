@@ -1,26 +1,26 @@
 """Tools the model can call, and the box that dispatches its calls.
 
 Every failure inside a tool (a refused path, a missing file, bad arguments)
-becomes an error observation the model reads; :meth:`Toolbox.dispatch`
+becomes an error observation the model reads; :meth:`RunTools.dispatch`
 never raises.
 """
 
-from io_harness.tools._base import Args, Tool, ToolFailure, ToolOutcome
+from io_harness.tools._base import Args, HarnessTool, ToolFailure, ToolOutcome
 from io_harness.tools._exec import ExecTool
 from io_harness.tools._files import workspace_tools
+from io_harness.tools._run_tools import RunTools
 from io_harness.tools._single import single_file_tools
-from io_harness.tools._toolbox import Toolbox
 from io_harness.tools._workspace import SKIPPED_DIRS, PathRefused, Workspace
 
 __all__ = [
     "SKIPPED_DIRS",
     "Args",
     "ExecTool",
+    "HarnessTool",
     "PathRefused",
-    "Tool",
+    "RunTools",
     "ToolFailure",
     "ToolOutcome",
-    "Toolbox",
     "Workspace",
     "single_file_tools",
     "workspace_tools",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -18,7 +18,17 @@ from io_harness.tools._workspace import PathRefused
 if TYPE_CHECKING:
     from io_harness.sandbox import SandboxEvent
 
-__all__ = ["Args", "Tool", "ToolFailure", "ToolOutcome", "invoke", "validated"]
+__all__ = [
+    "Args",
+    "HarnessTool",
+    "ToolFailure",
+    "ToolKind",
+    "ToolOutcome",
+    "invoke",
+    "validated",
+]
+
+ToolKind = Literal["builtin", "caller", "mcp"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +42,8 @@ class ToolOutcome:
     """The arguments the call ran with, when an approver rewrote the model's."""
     events: tuple[SandboxEvent, ...] = ()
     """What the sandbox did for the call (``exec``), for the trace."""
+    error: str | None = None
+    """What went wrong inside the tool (its exception, a timeout), for the trace."""
 
 
 class ToolFailure(Exception):
@@ -47,12 +59,18 @@ class Args(BaseModel):
 A = TypeVar("A", bound=Args)
 
 
-class Tool(abc.ABC, Generic[A]):
-    """A tool the model may call: a name, a description and typed arguments."""
+class HarnessTool(abc.ABC, Generic[A]):
+    """A tool as the harness runs it: a name, a description, typed arguments, declared acts.
+
+    The built-ins subclass it; a caller's own tools are adapted to it, so one
+    dispatch path (validation, the gate, the trace) serves every kind.
+    """
 
     name: ClassVar[str]
     description: ClassVar[str]
     args: type[A]
+    kind: ClassVar[ToolKind] = "builtin"
+    """Which kind of tool answers, for the trace: ``builtin``, ``caller`` or ``mcp``."""
 
     @property
     def spec(self) -> ToolSpec:
@@ -91,8 +109,8 @@ def _strip_titles(schema: Any) -> Any:
 
 
 def validated(
-    tool: Tool[Any], name: str, arguments: object
-) -> tuple[Tool[Any], Args] | ToolOutcome:
+    tool: HarnessTool[Any], name: str, arguments: object
+) -> tuple[HarnessTool[Any], Args] | ToolOutcome:
     """The call's arguments checked against the tool's model, or the error observation."""
     if not isinstance(arguments, Mapping):
         raw = str(arguments)
@@ -106,7 +124,7 @@ def validated(
         )
 
 
-async def invoke(tool: Tool[Any], args: Args) -> ToolOutcome:
+async def invoke(tool: HarnessTool[Any], args: Args) -> ToolOutcome:
     """Run a validated call; every exception becomes an error observation."""
     try:
         return await tool.invoke(args)
@@ -115,4 +133,5 @@ async def invoke(tool: Tool[Any], args: Args) -> ToolOutcome:
     except OSError as exc:
         return ToolOutcome(f"{tool.name}: {exc.strerror or exc}", True)
     except Exception as exc:  # a broken tool is an observation, never a crash of the run
-        return ToolOutcome(f"{tool.name} failed: {type(exc).__name__}: {exc}", True)
+        error = f"{type(exc).__name__}: {exc}"
+        return ToolOutcome(f"{tool.name} failed: {error}", True, error=error)

@@ -21,7 +21,7 @@ from io_harness.policy._gate import Access, canonical_argv
 # From the modules, not the package: the sandbox package imports the workspace's confinement.
 from io_harness.sandbox._direct import DIRECT, run_direct
 from io_harness.sandbox._types import NetCheck, SandboxEvent, SandboxLimits, SandboxOutcome
-from io_harness.tools._base import Args, Tool, ToolOutcome
+from io_harness.tools._base import Args, HarnessTool, ToolOutcome
 from io_harness.tools._workspace import Workspace
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class ExecArgs(Args):
         return argv
 
 
-class ExecTool(Tool[ExecArgs]):
+class ExecTool(HarnessTool[ExecArgs]):
     """Runs one command in the workspace root, in the run's sandbox (``None``: directly)."""
 
     name = "exec"

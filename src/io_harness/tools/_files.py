@@ -16,7 +16,7 @@ from pydantic import Field
 
 from io_harness.policy._gate import Access
 from io_harness.policy._rules import Act
-from io_harness.tools._base import A, Args, Tool, ToolFailure, ToolOutcome
+from io_harness.tools._base import A, Args, HarnessTool, ToolFailure, ToolOutcome
 from io_harness.tools._text import (
     READ_CEILING_BYTES,
     change_diff,
@@ -47,7 +47,7 @@ def _glob_matches(rel: str, glob: str) -> bool:
     return fnmatch.fnmatchcase(rel, glob) or fnmatch.fnmatchcase(name, glob)
 
 
-class _InWorkspace(Tool[A]):
+class _InWorkspace(HarnessTool[A]):
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
 
@@ -274,7 +274,7 @@ class ListDir(_InWorkspace[ListDirArgs]):
         return ToolOutcome("\n".join(lines))
 
 
-def workspace_tools(workspace: Workspace) -> list[Tool[Any]]:
+def workspace_tools(workspace: Workspace) -> list[HarnessTool[Any]]:
     """The built-in tools of a workspace-mode run, in the order the model sees them."""
     return [
         ReadFile(workspace),

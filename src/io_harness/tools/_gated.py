@@ -10,7 +10,7 @@ from io_harness.messages import ToolCall
 from io_harness.policy._approval import ApprovalRequest, Decision
 from io_harness.policy._gate import Access, Cleared, Deferred, Gate, Refused
 from io_harness.policy._rules import Effect, Verdict, normalise_target
-from io_harness.tools._base import Args, Tool, ToolOutcome, validated
+from io_harness.tools._base import Args, HarnessTool, ToolOutcome, validated
 from io_harness.tools._workspace import PathRefused
 
 __all__ = ["Authorized", "Deferral", "ResumePoint", "authorize_call"]
@@ -56,7 +56,7 @@ class Authorized:
 
 
 async def authorize_call(
-    gate: Gate, call: ToolCall, tool: Tool[Any], args: Args, resume_at: ResumePoint | None
+    gate: Gate, call: ToolCall, tool: HarnessTool[Any], args: Args, resume_at: ResumePoint | None
 ) -> Authorized | ToolOutcome | Deferral:
     """Check each act of one call in order; stop at the first refusal or deferral."""
     try:
@@ -117,7 +117,7 @@ def _same_act(access: Access, request: ApprovalRequest) -> bool:
 
 
 def _rewritten(
-    gate: Gate, call: ToolCall, tool: Tool[Any], modified: dict[str, Any]
+    gate: Gate, call: ToolCall, tool: HarnessTool[Any], modified: dict[str, Any]
 ) -> Authorized | ToolOutcome:
     """An approver's rewrite of a call: validated, and every act checked again.
 
@@ -145,7 +145,7 @@ def _rewritten(
     return Authorized(args, rewritten=modified)
 
 
-def _preview(tool: Tool[Any], args: Args, show_current: bool) -> str | None:
+def _preview(tool: HarnessTool[Any], args: Args, show_current: bool) -> str | None:
     try:
         return tool.preview(args, show_current=show_current)
     except Exception as exc:  # a preview that fails must not stop the approval

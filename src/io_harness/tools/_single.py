@@ -10,7 +10,7 @@ from pydantic import Field
 
 from io_harness.policy._gate import Access
 from io_harness.policy._rules import Act
-from io_harness.tools._base import Args, Tool, ToolOutcome
+from io_harness.tools._base import Args, HarnessTool, ToolOutcome
 from io_harness.tools._text import READ_CEILING_BYTES, change_diff, read_numbered, write_reported
 
 __all__ = ["single_file_tools"]
@@ -25,7 +25,7 @@ class _ContentArgs(Args):
     content: str = Field(description="The whole new content of the file.")
 
 
-class _ReadTheFile(Tool[_ReadArgs]):
+class _ReadTheFile(HarnessTool[_ReadArgs]):
     name = "read_file"
     description = (
         "Read the file this task is about; lines come numbered. Give offset and limit "
@@ -45,7 +45,7 @@ class _ReadTheFile(Tool[_ReadArgs]):
         return ToolOutcome(read_numbered(self.path, self.path.name, args.offset, args.limit))
 
 
-class _WriteTheFile(Tool[_ContentArgs]):
+class _WriteTheFile(HarnessTool[_ContentArgs]):
     name = "write_file"
     description = "Replace the whole content of the file this task is about."
     args = _ContentArgs
@@ -73,6 +73,6 @@ def canonical_name(path: Path) -> str:
     return real.relative_to(folder).as_posix() if real.is_relative_to(folder) else str(real)
 
 
-def single_file_tools(path: Path) -> list[Tool[Any]]:
+def single_file_tools(path: Path) -> list[HarnessTool[Any]]:
     """The two tools of a single-file run."""
     return [_ReadTheFile(path), _WriteTheFile(path)]

@@ -10,17 +10,17 @@ from typing import Any
 from io_harness.errors import ConfigError
 from io_harness.messages import ToolCall, ToolSpec
 from io_harness.policy._gate import Gate
-from io_harness.tools._base import Args, Tool, ToolOutcome, invoke, validated
+from io_harness.tools._base import Args, HarnessTool, ToolOutcome, invoke, validated
 from io_harness.tools._gated import Authorized, Deferral, ResumePoint, authorize_call
 
-__all__ = ["Toolbox"]
+__all__ = ["RunTools"]
 
 
-class Toolbox:
+class RunTools:
     """The tools a run offers, by name. Dispatch never raises: every failure is an outcome."""
 
-    def __init__(self, tools: Iterable[Tool[Any]]) -> None:
-        self._tools: dict[str, Tool[Any]] = {}
+    def __init__(self, tools: Iterable[HarnessTool[Any]]) -> None:
+        self._tools: dict[str, HarnessTool[Any]] = {}
         for tool in tools:
             if tool.name in self._tools:
                 raise ConfigError(f"two tools are named {tool.name!r}")
@@ -32,10 +32,10 @@ class Toolbox:
         """The tool names, in the order the model is shown them."""
         return tuple(self._tools)
 
-    def __getitem__(self, name: str) -> Tool[Any]:
+    def __getitem__(self, name: str) -> HarnessTool[Any]:
         return self._tools[name]
 
-    def _prepare(self, call: ToolCall) -> tuple[Tool[Any], Args] | ToolOutcome:
+    def _prepare(self, call: ToolCall) -> tuple[HarnessTool[Any], Args] | ToolOutcome:
         tool = self._tools.get(call.name)
         if tool is None:
             known = ", ".join(self._tools)
