@@ -1,7 +1,10 @@
 """What one step of the loop costs the harness itself, with a provider that costs nothing.
 
 A scripted workspace run of S steps: steps 1 to S-1 each make one ``read_file``
-call of a small file (it changes no file, so the criterion is not checked), and
+call of a small file (it changes no file, so the criterion is not checked) —
+or, in the ``caller`` workload, one call of a caller's no-op tool (an async
+:class:`io_harness.Tool` that returns ``"ok"``, checked by the policy as an
+``exec`` of its name like every caller tool) —, and
 step S ends the turn with a text reply, so the criterion is checked once and
 the run ends SUCCESS. The provider is :class:`io_harness.testing.ScriptedProvider`
 with one callable script; the time spent inside ``provider.complete`` is
@@ -30,6 +33,7 @@ Usage, from the repository root::
     .venv/bin/python bench/step_overhead.py              # S=50, 5 rounds
     .venv/bin/python bench/step_overhead.py --steps 500
     .venv/bin/python bench/step_overhead.py --profile full --steps 500
+    .venv/bin/python bench/step_overhead.py --workloads caller   # only the no-op caller tool
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ from io_harness import (
     Store,
     TaskContract,
     ToolCall,
+    ToolSpec,
     Usage,
     WorkspaceFileContains,
     run,
@@ -83,6 +88,21 @@ WINDOW = 10
 """Steps in the early window (1..10) and in the late one (the last 10 read_file steps)."""
 
 NOTES = "alpha\nbeta\ngamma\ndelta\nepsilon\n"
+
+WORKLOADS = {"read": ("read_file", {"path": "notes.txt"}), "caller": ("noop", {"n": 1})}
+"""Each workload's call per step: a built-in read of a small file, or a no-op caller tool."""
+
+
+class NoOp:
+    """The caller's tool of the ``caller`` workload: it does nothing and says so."""
+
+    def spec(self) -> ToolSpec:
+        schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+        return ToolSpec(name="noop", description="Do nothing.", parameters=schema)
+
+    async def invoke(self, arguments: dict[str, Any]) -> str:
+        return "ok"
+
 
 now = time.perf_counter_ns
 
@@ -137,6 +157,7 @@ class _Active:
     probe: Probe | None = None
     runs: int = 0
     policy: Policy | None = None
+    workload: str = "read"
 
 
 _active_run = _Active()
@@ -195,12 +216,12 @@ def _wrap_store(store: Store, probe: Probe) -> None:
 
 def _provider(steps: int, probe: Probe) -> ScriptedProvider:
     usage = Usage(input_tokens=1200, output_tokens=40)
-    read = {"path": "notes.txt"}
+    name, arguments = WORKLOADS[_active_run.workload]
 
     def answer(request: CompletionRequest) -> CompletionResponse:
         turn = len(request.messages)
         if turn < 2 * steps - 1:  # the task message, then an assistant and a tool turn per step
-            return reply(calls=[ToolCall(id=f"call_{turn}", name="read_file", arguments=read)])
+            return reply(calls=[ToolCall(id=f"call_{turn}", name=name, arguments=arguments)])
         return reply("I have read it; done.", usage=usage)
 
     provider = ScriptedProvider(answer)
@@ -273,7 +294,9 @@ def one_run(
             WorkspaceFileContains("notes.txt", "gamma"),
             budget=Budget(max_steps=steps),
         )
-        coroutine = run(contract, _provider(steps, probe), store=store, policy=_active_run.policy)
+        tools = [NoOp()] if _active_run.workload == "caller" else []
+        provider = _provider(steps, probe)
+        coroutine = run(contract, provider, store=store, policy=_active_run.policy, tools=tools)
         result = runner(coroutine)
     finally:
         _active_run.probe = None
@@ -440,10 +463,10 @@ def report(kind: str, rounds: list[Round], steps: int, work: Workdir, *, memory:
 
 def layered_policy() -> Policy:
     """A policy with rules to walk: each read is checked against 33 rules in four layers."""
-    policy = Policy.default()
+    policy = Policy.guarded()
     for layer in ("org", "team", "task"):
         policy = policy.layer(layer).deny_read(*(f"private{n}/*" for n in range(9)))
-    return policy.layer("reads").allow_read("notes.txt")
+    return policy.layer("reads").allow_read("notes.txt").allow_exec("noop")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -456,6 +479,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=",".join(STORES),
         help="comma-separated, from full,normal,memory (default all)",
     )
+    parser.add_argument(
+        "--workloads",
+        default=",".join(WORKLOADS),
+        help="comma-separated, from read,caller (default both): the call each step makes",
+    )
     parser.add_argument("--dir", default=None, help="where the store files go (default: tmp)")
     parser.add_argument("--no-memory", action="store_true", help="skip the tracemalloc run")
     parser.add_argument(
@@ -466,13 +494,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--policy",
         choices=("permissive", "layered"),
         default="permissive",
-        help="the run's policy: permissive (run's default) or layered (Policy.default() "
+        help="the run's policy: permissive (run's default) or layered (Policy.guarded() "
         "and three layers of ten rules each, the read allowed by the last rule)",
     )
     args = parser.parse_args(argv)
     kinds = [k.strip() for k in args.stores.split(",") if k.strip()]
     if not kinds or any(k not in STORES for k in kinds):
         parser.error(f"--stores takes names from {', '.join(STORES)}")
+    workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    if not workloads or any(w not in WORKLOADS for w in workloads):
+        parser.error(f"--workloads takes names from {', '.join(WORKLOADS)}")
     if args.steps < 2 or args.runs < 1:
         parser.error("--steps must be at least 2 and --runs at least 1")
 
@@ -496,9 +527,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"early = steps 1-{min(WINDOW, args.steps - 1)}, "
             f"late = steps {late_from}-{args.steps - 1}"
         )
-        measured = measure(kinds, args.steps, args.runs, args.warmup, work)
-        for kind in kinds:
-            report(kind, measured[kind], args.steps, work, memory=not args.no_memory)
+        medians: dict[tuple[str, str], tuple[float, float]] = {}
+        for workload in workloads:
+            _active_run.workload = workload
+            print(f"\nworkload {workload}: each step calls {WORKLOADS[workload][0]}")
+            measured = measure(kinds, args.steps, args.runs, args.warmup, work)
+            for kind in kinds:
+                report(kind, measured[kind], args.steps, work, memory=not args.no_memory)
+                rounds = measured[kind]
+                medians[kind, workload] = (
+                    _median([r.median for r in rounds]),
+                    _median([r.split["dispatch"] for r in rounds]),
+                )
+        if len(workloads) == 2:
+            print()
+            for kind in kinds:
+                (read, read_dispatch), (caller, caller_dispatch) = (
+                    medians[kind, "read"],
+                    medians[kind, "caller"],
+                )
+                print(
+                    f"[{kind}] no-op caller tool over read_file: step {us(caller - read)}, "
+                    f"dispatch {us(caller_dispatch - read_dispatch)}"
+                )
         print()
         maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         print(f"ru_maxrss of this process (all runs): {maxrss / 1024:.1f} MiB")

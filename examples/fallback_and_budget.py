@@ -60,7 +60,7 @@ async def main() -> None:
 
         assert result.outcome is RunOutcome.SUCCESS
         for attempt in calls:
-            print(attempt["attempt"], attempt["provider"], attempt["error_kind"] or "answered")
+            print(attempt.attempt, attempt.provider, attempt.error_kind or "answered")
         # 1,200 x 0.25 + 40 x 2 = 380 micro-units
         assert result.cost_micros == 380 and result.unpriced_calls == 0
         print(f"spent {result.cost} USD")

@@ -35,7 +35,7 @@ with tempfile.TemporaryDirectory() as scratch:
 
     # Read allowed, write and exec asked, net denied, secrets denied: the default,
     # with one layer of our own on top.
-    policy = Policy.default().layer("app").deny_read("secrets/*")
+    policy = Policy.guarded().layer("app").deny_read("secrets/*")
     print(policy.explain(Act.READ, "secrets/token.txt").describe())
     print(policy.explain(Act.WRITE, "app.py").describe())
 
@@ -69,7 +69,7 @@ with tempfile.TemporaryDirectory() as scratch:
         assert done.outcome is RunOutcome.SUCCESS
         assert (root / "app.py").read_text() == "n = 2\n"
         rows = store.trace(done.run_id).permissions
-        decisions = [(r["act"], r["target"], r["decision"]) for r in rows]
+        decisions = [(r.act, r.target, r.decision) for r in rows]
         for act, target, decision in decisions:
             print(f"  {act:5} {target:17} {decision}")
         assert decisions == [

@@ -11,7 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from io_harness import Command, RunOutcome, Store, TaskContract, run
+from io_harness import Command, Harness, RunOutcome, Store, TaskContract
 from io_harness.testing import ScriptedProvider, call, reply
 
 
@@ -43,7 +43,7 @@ async def main() -> None:
             ]
         )
         store = Store.open(Path(scratch, "runs.db"))
-        result = await run(contract, provider, store=store)
+        result = await Harness(provider, store=store).run(contract)
 
         assert result.outcome is RunOutcome.SUCCESS
         print(f"{result.outcome.value} in {result.steps} steps: {result.verification.summary}")

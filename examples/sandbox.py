@@ -76,6 +76,6 @@ with tempfile.TemporaryDirectory() as scratch:
         assert isinstance(observation, ToolResult)
         print("the model read:", observation.content.splitlines()[0])
         assert result.outcome is RunOutcome.SUCCESS, result
-        kinds = [row["kind"] for row in store.trace(result.run_id).sandbox_events]
+        kinds = [row.kind for row in store.trace(result.run_id).sandbox_events]
         print(f"{result.outcome.value} in {result.sandbox}; sandbox events: {kinds}")
         assert "exec" in kinds and result.sandbox == sandbox.name

@@ -50,7 +50,7 @@ def main() -> None:
             ]
         )
         result = run_sync(
-            contract, provider, store=store, run_id="deferred", policy=Policy.default()
+            contract, provider, store=store, run_id="deferred", policy=Policy.guarded()
         )
     else:
         if phase == "approve-and-die":

@@ -754,11 +754,11 @@ async def test_a_run_with_anthropic_writes_the_file_and_traces_the_served_model(
     assert result.outcome is RunOutcome.SUCCESS
     assert target.read_text() == "hello, world\n"
     calls = store.trace(result.run_id).provider_calls
-    assert [(c["provider"], c["served_model"], c["error_kind"]) for c in calls] == [
+    assert [(c.provider, c.served_model, c.error_kind) for c in calls] == [
         ("anthropic", served, None)
     ]
-    assert calls[0]["model"] == provider.model  # asked for; served_model is who answered
-    assert calls[0]["time_to_first_token"] is not None
+    assert calls[0].model == provider.model  # asked for; served_model is who answered
+    assert calls[0].time_to_first_token is not None
     assert wire.requests[0].json["tools"][0]["name"] == "read_file"
 
 
@@ -780,7 +780,7 @@ async def test_a_run_retries_a_500_and_stops_at_a_401(
 
     assert retried.outcome is RunOutcome.SUCCESS
     calls = store.trace(retried.run_id).provider_calls
-    assert [(c["attempt"], c["error_kind"], c["error_status"]) for c in calls] == [
+    assert [(c.attempt, c.error_kind, c.error_status) for c in calls] == [
         (1, "server", 500),
         (2, None, None),
     ]

@@ -19,7 +19,7 @@ WRITE = json.dumps({"path": "out.txt", "content": "hello\n"})
 WANTS_HELLO = '[verify]\nkind = "workspace_file_contains"\nfile = "out.txt"\nneedle = "hello"\n'
 POLICY = """
 [policy]
-base = "default"
+base = "guarded"
 [policy.layers.app]
 allow_write = ["notes/*"]
 deny_read = ["private/*"]
@@ -209,7 +209,7 @@ async def test_a_run_not_started_by_ioh_needs_a_provider_to_resume(
             contract,
             ScriptedProvider([reply(calls=[call("write_file", path="out.txt", content="x")])]),
             store=store,
-            policy=Policy.default(),
+            policy=Policy.guarded(),
             run_id="lib",
         )
     assert waiting.outcome is RunOutcome.AWAITING_APPROVAL
@@ -264,7 +264,7 @@ async def test_a_bad_provider_label_is_said_before_any_decision_is_stored(
             contract,
             ScriptedProvider([reply(calls=[call("write_file", path="out.txt", content="x")])]),
             store=store,
-            policy=Policy.default(),
+            policy=Policy.guarded(),
             run_id="lib",
             labels={"ioh.provider": "openai:gpt-5"},
         )

@@ -171,7 +171,7 @@ def test_without_prices_show_says_the_spend_is_unpriced(
     with Store.open(project.store) as store:
         (row,) = store.trace("r1").provider_calls
         summary = store.runs()[0]
-    assert row["cost_micros"] is None
+    assert row.cost_micros is None
     assert (summary.cost_micros, summary.unpriced_calls) == (0, 1)
 
 
@@ -204,7 +204,7 @@ def test_a_second_provider_answers_when_the_first_fails(
     assert f"spend: {ANTHROPIC_COST}" in shown
     with Store.open(project.store) as store:
         rows = store.trace("r1").provider_calls
-    assert [(r["provider"], r["error_kind"], r["cost_micros"]) for r in rows] == [
+    assert [(r.provider, r.error_kind, r.cost_micros) for r in rows] == [
         ("openai", "server", 0),
         ("anthropic", None, 3300),
     ]

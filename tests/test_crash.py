@@ -81,10 +81,10 @@ def test_a_run_killed_at_a_random_step_resumes_to_the_same_result(
     assert result == {"outcome": "success", "steps": steps, "tokens": tokens}
     with Store.open(db) as store:
         trace = store.trace("crashy")
-    assert [s["step"] for s in trace.steps] == list(range(1, steps + 1))
+    assert [s.step for s in trace.steps] == list(range(1, steps + 1))
     answers = [m.text for m in trace.messages if m.role == "assistant"]
     assert answers == [f"writing note {t}" for t in range(steps - 1)] + ["finishing"]
-    assert sum(s["input_tokens"] + s["output_tokens"] for s in trace.steps) == tokens
+    assert sum(s.input_tokens + s.output_tokens for s in trace.steps) == tokens
     assert sorted(p.name for p in (root / "notes").iterdir()) == [
         f"{t}.txt" for t in range(steps - 1)
     ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import socket
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 import pytest
 
 from io_harness import (
+    NO_SANDBOX,
     Act,
     Budget,
     ConfigError,
@@ -79,10 +79,10 @@ async def test_an_allowed_command_runs_and_its_output_reaches_the_model(
     assert "HELLO" in seen
     assert "stderr: (empty)" in seen
     (row,) = store.trace(result.run_id).tool_calls
-    assert row["name"] == "exec" and not row["is_error"]
-    allowed = [p for p in store.trace(result.run_id).permissions if p["act"] == "exec"]
-    assert [(p["target"], p["decision"]) for p in allowed] == [(PY, "allowed")]
-    assert allowed[0]["argv"] is not None and "notes.txt" in allowed[0]["argv"]
+    assert row.name == "exec" and not row.is_error
+    allowed = [p for p in store.trace(result.run_id).permissions if p.act == "exec"]
+    assert [(p.target, p.decision) for p in allowed] == [(PY, "allowed")]
+    assert allowed[0].argv is not None and "notes.txt" in " ".join(allowed[0].argv)
 
 
 async def test_a_command_the_policy_asks_about_waits_and_runs_once_when_approved(
@@ -105,8 +105,8 @@ async def test_a_command_the_policy_asks_about_waits_and_runs_once_when_approved
     assert later.requests == []  # the approved step's check passed
     trace = store.trace(first.run_id)
     (row,) = trace.tool_calls
-    assert "exit status 0" in row["result"]
-    assert [e["kind"] for e in trace.sandbox_events].count("exec") == 1
+    assert "exit status 0" in row.result
+    assert [e.kind for e in trace.sandbox_events].count("exec") == 1
 
 
 async def test_a_denied_command_is_refused_to_the_model_and_never_runs(
@@ -197,7 +197,7 @@ async def test_the_exit_status_or_the_signal_is_reported(
 
     assert observation(provider).splitlines()[0] == said
     (row,) = store.trace(result.run_id).tool_calls
-    assert row["is_error"]
+    assert row.is_error
 
 
 async def test_a_command_past_its_cap_is_killed_and_the_cap_is_reported(
@@ -211,7 +211,7 @@ async def test_a_command_past_its_cap_is_killed_and_the_cap_is_reported(
     seen = observation(provider)
     assert "killed at the wall cap" in seen
     assert "went past the sandbox's wall cap" in seen
-    kinds = [(e["kind"], e["call_id"]) for e in store.trace(result.run_id).sandbox_events]
+    kinds = [(e.kind, e.call_id) for e in store.trace(result.run_id).sandbox_events]
     assert ("cap_hit", "call_1_1") in kinds
 
 
@@ -230,9 +230,9 @@ async def test_a_command_is_cut_off_where_the_run_s_wall_budget_ends(
 
     assert result.outcome is RunOutcome.TIME_BUDGET_EXCEEDED
     (row,) = store.trace(result.run_id).tool_calls
-    assert "killed at the wall cap" in row["result"]
-    caps = [e for e in store.trace(result.run_id).sandbox_events if e["kind"] == "cap_hit"]
-    assert [json.loads(e["detail"])["cap"] for e in caps] == ["wall"]
+    assert "killed at the wall cap" in row.result
+    caps = [e for e in store.trace(result.run_id).sandbox_events if e.kind == "cap_hit"]
+    assert [e.detail["cap"] for e in caps] == ["wall"]
 
 
 async def test_each_connection_through_the_proxy_is_a_net_act_the_policy_decides(
@@ -262,8 +262,8 @@ async def test_each_connection_through_the_proxy_is_a_net_act_the_policy_decides
     seen = observation(provider)
     assert f"127.0.0.1:{port} HTTP/1.1 200" in seen
     assert f"127.0.0.1:{other} HTTP/1.1 403" in seen
-    nets = [p for p in store.trace(result.run_id).permissions if p["act"] == "net"]
-    assert [(p["target"], p["decision"], p["call_id"]) for p in nets] == [
+    nets = [p for p in store.trace(result.run_id).permissions if p.act == "net"]
+    assert [(p.target, p.decision, p.call_id) for p in nets] == [
         (f"127.0.0.1:{port}", "allowed", "call_1_1"),
         (f"127.0.0.1:{other}", "refused", "call_1_1"),
     ]
@@ -306,11 +306,11 @@ async def test_without_a_sandbox_exec_runs_directly_and_the_trace_says_so(
 ) -> None:
     provider = execs(MARK)
 
-    result = await run(contract(root), provider, store=store, sandbox=None)
+    result = await run(contract(root), provider, store=store, sandbox=NO_SANDBOX)
 
     assert result.outcome is RunOutcome.SUCCESS and result.sandbox == "none"
     (event,) = store.trace(result.run_id).sandbox_events
-    assert (event["kind"], event["backend"]) == ("exec", "none")
+    assert (event.kind, event.backend) == ("exec", "none")
 
 
 def test_exec_in_a_single_file_contract_is_a_config_error(tmp_path: Path) -> None:

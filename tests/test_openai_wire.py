@@ -696,7 +696,7 @@ async def test_a_run_retries_a_429_and_records_both_attempts(tmp_path: Path, sto
     assert result.outcome is RunOutcome.SUCCESS
     assert len(server.requests) == 2
     attempts = store.trace(result.run_id).provider_calls
-    assert [(a["attempt"], a["error_kind"]) for a in attempts] == [(1, "rate_limited"), (2, None)]
+    assert [(a.attempt, a.error_kind) for a in attempts] == [(1, "rate_limited"), (2, None)]
 
 
 async def test_a_run_ends_provider_failed_after_one_401(tmp_path: Path, store: Store) -> None:

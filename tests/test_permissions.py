@@ -62,7 +62,7 @@ def repo(tmp_path: Path) -> Path:
 
 def app_policy() -> Policy:
     return (
-        Policy.default()
+        Policy.guarded()
         .layer("app")
         .allow_read("*")
         .allow_write("src/*")
@@ -121,15 +121,15 @@ async def test_denied_reads_and_writes_reach_the_model_and_nothing_changes_on_di
     assert "the approver denied write README.md" in seen[3]
     assert snapshot(repo) == before
     rows = store.trace(result.run_id).permissions
-    assert [(r["act"], r["target"], r["effect"], r["decision"]) for r in rows] == [
+    assert [(r.act, r.target, r.effect, r.decision) for r in rows] == [
         ("read", "secrets/token.txt", "deny", "refused"),
         ("write", "secrets/token.txt", "deny", "refused"),
         ("read", "deploy/prod/.env", "deny", "refused"),
         ("read", "README.md", "allow", "allowed"),
         ("write", "README.md", "ask", "denied"),
     ]
-    assert rows[0]["rule"] == "deny read secrets/*" and rows[0]["layer"] == "app"
-    assert rows[4]["decided_by"] == "DenyAll" and rows[4]["rule"] is None
+    assert rows[0].rule == "deny read secrets/*" and rows[0].layer == "app"
+    assert rows[4].decided_by == "DenyAll" and rows[4].rule is None
 
 
 async def test_an_approved_ask_runs_and_the_trace_names_who_approved(
@@ -138,12 +138,12 @@ async def test_an_approved_ask_runs_and_the_trace_names_who_approved(
     provider = ScriptedProvider(
         [reply(calls=[call("write_file", path="notes.md", content="DONE\n")]), reply("ok")]
     )
-    policy = Policy.default()
+    policy = Policy.guarded()
     result = await run(contract(repo), provider, store=store, policy=policy, approver=ApproveAll())
 
     assert (repo / "notes.md").read_text() == "DONE\n"
     (row,) = store.trace(result.run_id).permissions
-    assert (row["act"], row["target"], row["effect"], row["decision"], row["decided_by"]) == (
+    assert (row.act, row.target, row.effect, row.decision, row.decided_by) == (
         "write",
         "notes.md",
         "ask",
@@ -163,7 +163,7 @@ async def test_a_denial_reason_reaches_the_model(repo: Path) -> None:
     provider = ScriptedProvider(
         [reply(calls=[call("write_file", path="other.py", content="x\n")]), reply("ok")]
     )
-    await run(contract(repo), provider, policy=Policy.default(), approver=CallbackApprover(decide))
+    await run(contract(repo), provider, policy=Policy.guarded(), approver=CallbackApprover(decide))
 
     assert not (repo / "other.py").exists()
     assert observations(provider, 1) == [
@@ -188,7 +188,7 @@ async def test_an_approver_may_rewrite_the_call_and_the_rewrite_is_checked_again
             reply(calls=[call("write_file", path="draft.py", content="draft\n")]),
         ]
     )
-    policy = Policy.default().layer("app").deny_write("secrets/*")
+    policy = Policy.guarded().layer("app").deny_write("secrets/*")
     result = await run(contract(repo), provider, policy=policy, approver=CallbackApprover(redirect))
 
     assert result.outcome is RunOutcome.SUCCESS
@@ -220,7 +220,7 @@ async def test_a_remembered_allow_answers_later_asks_but_never_beats_a_deny(
             reply("done"),
         ]
     )
-    policy = Policy.default().layer("app").deny_write("secrets/*")
+    policy = Policy.guarded().layer("app").deny_write("secrets/*")
     result = await run(
         contract(repo),
         provider,
@@ -234,12 +234,12 @@ async def test_a_remembered_allow_answers_later_asks_but_never_beats_a_deny(
     assert (repo / "secrets" / "token.txt").read_text() == "hunter2\n"
     assert result.remembered == (Rule(act=Act.WRITE, glob="*", effect=Effect.ALLOW),)
     rows = store.trace(result.run_id).permissions
-    assert [(r["target"], r["decision"], r["decided_by"]) for r in rows] == [
+    assert [(r.target, r.decision, r.decided_by) for r in rows] == [
         ("a.txt", "approved", "CallbackApprover"),
         ("b.txt", "allowed", "remembered"),
         ("secrets/token.txt", "refused", "policy"),
     ]
-    assert rows[1]["layer"] == "remembered"
+    assert rows[1].layer == "remembered"
 
 
 async def test_remembered_rules_are_stored_with_the_run_and_hold_after_a_resume(
@@ -257,7 +257,7 @@ async def test_remembered_rules_are_stored_with_the_run_and_hold_after_a_resume(
         )
     )
     result = await run(
-        contract(repo, max_steps=1), first, store=store, policy=Policy.default(), approver=remember
+        contract(repo, max_steps=1), first, store=store, policy=Policy.guarded(), approver=remember
     )
     assert result.outcome is RunOutcome.STEP_CAP_REACHED
     assert store.trace(result.run_id).run.status == "finished"
@@ -310,12 +310,12 @@ async def test_a_criterion_command_the_policy_does_not_allow_outright_is_refused
         await run(checked, provider, store=store, policy=app_policy(), approver=ApproveAll())
 
     assert provider.requests == [] and store.runs() == []
-    allowed = Policy.default().layer("checks").allow_exec(Path(sys.executable).name)
+    allowed = Policy.guarded().layer("checks").allow_exec(Path(sys.executable).name)
     result = await run(checked, ScriptedProvider([reply("done")]), store=store, policy=allowed)
     assert result.outcome is RunOutcome.SUCCESS
-    exec_rows = [r for r in store.trace(result.run_id).permissions if r["act"] == "exec"]
-    assert exec_rows and all(r["decision"] == "allowed" for r in exec_rows)
-    assert json.loads(exec_rows[0]["argv"]) == [sys.executable, "-c", "pass"]
+    exec_rows = [r for r in store.trace(result.run_id).permissions if r.act == "exec"]
+    assert exec_rows and all(r.decision == "allowed" for r in exec_rows)
+    assert exec_rows[0].argv == (sys.executable, "-c", "pass")
 
 
 async def test_an_approver_that_breaks_denies_instead_of_crashing_the_run(repo: Path) -> None:
@@ -325,7 +325,7 @@ async def test_an_approver_that_breaks_denies_instead_of_crashing_the_run(repo: 
     provider = ScriptedProvider(
         [reply(calls=[call("write_file", path="x.txt", content="x")]), reply("ok")]
     )
-    await run(contract(repo), provider, policy=Policy.default(), approver=CallbackApprover(broken))
+    await run(contract(repo), provider, policy=Policy.guarded(), approver=CallbackApprover(broken))
 
     assert "approval service down" in observations(provider, 1)[0]
     assert not (repo / "x.txt").exists()
@@ -341,7 +341,7 @@ async def test_without_an_approver_an_ask_defers_and_the_run_waits(
     repo: Path, store: Store
 ) -> None:
     provider = ScriptedProvider([reply(calls=[call("read_file", path="src/app.py"), EDIT])])
-    result = await run(contract(repo), provider, store=store, policy=Policy.default())
+    result = await run(contract(repo), provider, store=store, policy=Policy.guarded())
 
     assert result.outcome is RunOutcome.AWAITING_APPROVAL
     assert result.request is not None and result.request_id == result.request.id
@@ -360,12 +360,12 @@ async def test_a_decision_stored_before_the_resume_is_performed_by_it(
     repo: Path, store: Store
 ) -> None:
     provider = ScriptedProvider([reply(calls=[EDIT])])
-    result = await run(contract(repo), provider, store=store, policy=Policy.default())
+    result = await run(contract(repo), provider, store=store, policy=Policy.guarded())
     assert result.request_id is not None
-    store.decide(result.request_id, Decision.deny("not today").model_dump_json(), 0.0)
+    store.decide(result.request_id, Decision.deny("not today"), 0.0)
 
     with pytest.raises(ConfigError, match="already decided"):
-        store.decide(result.request_id, Decision.approve().model_dump_json(), 0.0)
+        store.decide(result.request_id, Decision.approve(), 0.0)
     later = ScriptedProvider([reply("understood")])
     finished = await resume(result.run_id, later, store=store)
 
@@ -377,7 +377,7 @@ async def test_a_decision_stored_before_the_resume_is_performed_by_it(
 
 async def test_resuming_under_another_policy_must_be_explicit(repo: Path, store: Store) -> None:
     provider = ScriptedProvider([reply(calls=[EDIT])])
-    result = await run(contract(repo), provider, store=store, policy=Policy.default())
+    result = await run(contract(repo), provider, store=store, policy=Policy.guarded())
 
     with pytest.raises(ConfigError, match="replace_policy=True"):
         await resume(
@@ -402,8 +402,8 @@ async def test_resuming_under_another_policy_must_be_explicit(repo: Path, store:
     assert Policy.model_validate_json(store.load_run(result.run_id).policy_json or "") == (
         Policy.permissive()
     )
-    started = [e for e in store.trace(result.run_id).events if e["kind"] == "run_started"]
-    assert json.loads(started[-1]["data"])["policy_replaced"] is True
+    started = [e for e in store.trace(result.run_id).events if e.kind == "run_started"]
+    assert started[-1].data["policy_replaced"] is True
 
 
 async def test_a_run_started_without_a_policy_stores_the_permissive_one(
@@ -447,18 +447,18 @@ def test_a_deferred_action_survives_the_process_and_happens_exactly_once(
     with Store.open(db) as store:
         trace = store.trace("deferred")
         (approval,) = trace.approvals
-        assert approval["status"] == "done"
-        assert json.loads(approval["decision"])["kind"] == "approve"
-        decisions = [(r["act"], r["decision"]) for r in trace.permissions]
+        assert approval.status == "done"
+        assert approval.decision is not None and approval.decision.kind == "approve"
+        decisions = [(r.act, r.decision) for r in trace.permissions]
         assert decisions == [
             ("read", "allowed"),  # read_file
             ("read", "allowed"),  # edit_file reads, then its write is deferred ...
             ("write", "deferred"),
             ("write", "approved"),  # ... and only the write is decided on resume
         ]
-        edits = [c for c in trace.tool_calls if c["name"] == "edit_file"]
-        assert len(edits) == 1 and edits[0]["is_error"] == 0
-        assert [c["name"] for c in trace.tool_calls] == ["read_file", "edit_file"]
+        edits = [c for c in trace.tool_calls if c.name == "edit_file"]
+        assert len(edits) == 1 and not edits[0].is_error
+        assert [c.name for c in trace.tool_calls] == ["read_file", "edit_file"]
 
 
 def test_an_approved_act_cut_short_by_a_crash_is_not_performed_twice(
@@ -487,18 +487,18 @@ def test_an_approved_act_cut_short_by_a_crash_is_not_performed_twice(
     with Store.open(db) as store:
         trace = store.trace("deferred")
         (approval,) = trace.approvals
-        assert approval["status"] == "done"
-        assert json.loads(approval["decision"])["by"] == "test operator"
-        edit = next(c for c in trace.tool_calls if c["name"] == "edit_file")
-        assert "was being performed when the harness stopped" in edit["result"]
-        assert "it was not repeated" in edit["result"]
+        assert approval.status == "done"
+        assert approval.decision is not None and approval.decision.by == "test operator"
+        edit = next(c for c in trace.tool_calls if c.name == "edit_file")
+        assert "was being performed when the harness stopped" in edit.result
+        assert "it was not repeated" in edit.result
 
 
 # -- the stdin approver --------------------------------------------------------------------
 
 
 def stdin_request(target: str = "src/app.py") -> tuple[ApprovalRequest, ApprovalContext]:
-    verdict = Policy.default().explain(Act.WRITE, target)
+    verdict = Policy.guarded().explain(Act.WRITE, target)
     request = ApprovalRequest(
         id="r1",
         run_id="run",
@@ -561,7 +561,7 @@ async def test_remembering_at_the_terminal_allows_that_path_and_not_its_namesake
             reply("ok"),
         ]
     )
-    result = await run(contract(repo), provider, policy=Policy.default(), approver=approver)
+    result = await run(contract(repo), provider, policy=Policy.guarded(), approver=approver)
 
     assert result.remembered == (Rule(act=Act.WRITE, glob="./notes.md", effect=Effect.ALLOW),)
     assert (repo / "notes.md").read_text() == "2"
@@ -582,7 +582,7 @@ async def test_a_criterion_command_denied_during_the_run_fails_the_check_closed(
     provider = ScriptedProvider(
         [reply(calls=[call("write_file", path="a.txt", content="x")]), reply("done")]
     )
-    policy = Policy.default().layer("checks").allow_exec(program)
+    policy = Policy.guarded().layer("checks").allow_exec(program)
 
     result = await run(
         checked,
@@ -629,9 +629,9 @@ async def test_a_later_act_of_the_same_call_is_a_new_request_and_the_first_is_do
     assert second.request is not None and second.request.act is Act.WRITE
     assert second.request_id != first.request_id
     done, pending = store.trace(first.run_id).approvals
-    assert (done["id"], done["status"]) == (first.request_id, "done")
-    assert json.loads(done["decision"])["kind"] == "approve"
-    assert (pending["id"], pending["status"]) == (second.request_id, "pending")
+    assert (done.id, done.status) == (first.request_id, "done")
+    assert done.decision is not None and done.decision.kind == "approve"
+    assert (pending.id, pending.status) == (second.request_id, "pending")
     assert (repo / "src" / "app.py").read_text() == "n = 1\n"
 
     third = await resume(
@@ -648,15 +648,16 @@ async def test_the_approval_row_keeps_what_the_resumes_approver_decided(
         contract(repo),
         ScriptedProvider([reply(calls=[EDIT])]),
         store=store,
-        policy=Policy.default(),
+        policy=Policy.guarded(),
     )
     await resume(
         waiting.run_id, ScriptedProvider([reply("ok")]), store=store, approver=DenyAll("no")
     )
 
     (approval,) = store.trace(waiting.run_id).approvals
-    decided = json.loads(approval["decision"])
-    assert (decided["kind"], decided["reason"], decided["by"]) == ("deny", "no", "DenyAll")
+    decided = approval.decision
+    assert decided is not None
+    assert (decided.kind, decided.reason, decided.by) == ("deny", "no", "DenyAll")
 
 
 async def test_a_replaced_policy_that_denies_an_act_cleared_before_the_deferral_refuses_the_call(
@@ -666,9 +667,9 @@ async def test_a_replaced_policy_that_denies_an_act_cleared_before_the_deferral_
         contract(repo),
         ScriptedProvider([reply(calls=[EDIT])]),
         store=store,
-        policy=Policy.default(),
+        policy=Policy.guarded(),
     )
-    stricter = Policy.default().layer("later").deny_read("src/*")
+    stricter = Policy.guarded().layer("later").deny_read("src/*")
 
     await resume(
         waiting.run_id,
@@ -681,9 +682,9 @@ async def test_a_replaced_policy_that_denies_an_act_cleared_before_the_deferral_
 
     assert (repo / "src" / "app.py").read_text() == "n = 1\n"
     (approval,) = store.trace(waiting.run_id).approvals
-    assert json.loads(approval["decision"])["kind"] == "deny"
-    refused = [r for r in store.trace(waiting.run_id).permissions if r["decision"] == "refused"]
-    assert [(r["act"], r["layer"]) for r in refused] == [("read", "later")]
+    assert approval.decision is not None and approval.decision.kind == "deny"
+    refused = [r for r in store.trace(waiting.run_id).permissions if r.decision == "refused"]
+    assert [(r.act, r.layer) for r in refused] == [("read", "later")]
 
 
 async def test_a_decision_does_not_follow_a_path_that_now_leads_elsewhere(
@@ -695,7 +696,7 @@ async def test_a_decision_does_not_follow_a_path_that_now_leads_elsewhere(
         contract(repo),
         ScriptedProvider([reply(calls=[write])]),
         store=store,
-        policy=Policy.default(),
+        policy=Policy.guarded(),
     )
     assert waiting.request is not None and waiting.request.target == "docs/README.md"
     (repo / "docs").rmdir()
@@ -718,7 +719,7 @@ async def test_an_approval_after_the_wall_budget_still_gets_its_check(
         contract(repo, max_wall_seconds=1),
         ScriptedProvider([reply(calls=[done_call])]),
         store=store,
-        policy=Policy.default(),
+        policy=Policy.guarded(),
     )
     await asyncio.sleep(1.1)  # the decision comes after the run's wall budget
 
@@ -730,7 +731,7 @@ async def test_an_approval_after_the_wall_budget_still_gets_its_check(
 
 
 async def test_an_approval_request_never_copies_a_file_the_policy_hides(repo: Path) -> None:
-    policy = Policy.default().layer("app").deny_read("secrets/*")
+    policy = Policy.guarded().layer("app").deny_read("secrets/*")
     write = call("write_file", path="secrets/token.txt", content="rotated\n")
     result = await run(contract(repo), ScriptedProvider([reply(calls=[write])]), policy=policy)
 
@@ -752,12 +753,12 @@ async def test_a_rewritten_call_is_traced_with_the_arguments_it_ran_with(
         contract(repo),
         ScriptedProvider([reply(calls=[asked]), reply("ok")]),
         store=store,
-        policy=Policy.default(),
+        policy=Policy.guarded(),
         approver=rewrite,
     )
 
     (row,) = store.trace(result.run_id).tool_calls[:1]
-    assert json.loads(row["arguments"]) == {"path": "NOTES.md", "content": "DONE\n"}
+    assert row.parsed_arguments == {"path": "NOTES.md", "content": "DONE\n"}
     assert (repo / "README.md").read_text() == "readme\n"
 
 
@@ -767,7 +768,7 @@ async def test_a_single_file_run_checks_where_its_file_really_is(tmp_path: Path)
     single = TaskContract.file("tidy", tmp_path / "settings.txt", FileContains("x"))
     provider = ScriptedProvider([reply(calls=[call("read_file")]), reply("ok")])
 
-    await run(single, provider, policy=Policy.default(), approver=DenyAll())
+    await run(single, provider, policy=Policy.guarded(), approver=DenyAll())
 
     (seen,) = observations(provider, 1)
     assert "sk-live" not in seen and "deny read .env" in seen
@@ -780,7 +781,7 @@ async def test_stored_rows_that_do_not_load_are_storage_errors(repo: Path, tmp_p
             contract(repo),
             ScriptedProvider([reply(calls=[EDIT])]),
             store=store,
-            policy=Policy.default(),
+            policy=Policy.guarded(),
         )
     with contextlib.closing(sqlite3.connect(path)) as db:
         db.execute("UPDATE approvals SET progress = '{\"nonsense\": 1}'")
@@ -808,12 +809,12 @@ async def test_a_decision_stored_elsewhere_while_a_resume_asks_stops_the_act(
         contract(repo),
         ScriptedProvider([reply(calls=[write])]),
         store=store,
-        policy=Policy.default(),
+        policy=Policy.guarded(),
     )
     other = Store.open(path)  # another operator, another process
 
     def alice(request: ApprovalRequest, context: ApprovalContext) -> Decision:
-        other.decide(request.id, Decision.deny("no", by="bob").model_dump_json(), 0.0)
+        other.decide(request.id, Decision.deny("no", by="bob"), 0.0)
         return Decision.approve(by="alice")
 
     with pytest.raises(StorageError, match="changed while this resume ran"):
@@ -838,12 +839,12 @@ async def test_a_persons_deny_stands_under_a_replaced_policy_that_would_allow(
         contract(repo),
         ScriptedProvider([reply(calls=[write])]),
         store=store,
-        policy=Policy.default(),
+        policy=Policy.guarded(),
     )
     deny = Decision.deny("not the readme", by="bob")
     if how == "stored":
         assert waiting.request_id is not None
-        store.decide(waiting.request_id, deny.model_dump_json(), 0.0)
+        store.decide(waiting.request_id, deny, 0.0)
 
     await resume(
         waiting.run_id,
@@ -856,7 +857,7 @@ async def test_a_persons_deny_stands_under_a_replaced_policy_that_would_allow(
 
     assert (repo / "README.md").read_text() == "readme\n"
     rows = store.trace(waiting.run_id).permissions
-    assert [(r["decision"], r["decided_by"]) for r in rows][-1] == ("denied", "bob")
+    assert [(r.decision, r.decided_by) for r in rows][-1] == ("denied", "bob")
 
 
 async def test_an_act_cleared_before_the_deferral_is_asked_again_if_its_target_changed(
@@ -866,7 +867,7 @@ async def test_an_act_cleared_before_the_deferral_is_asked_again_if_its_target_c
     (repo / "d" / "x.txt").write_text("public\n")
     (repo / "e").mkdir()
     (repo / "e" / "x.txt").write_text("token=SECRET\n")
-    policy = Policy.default().layer("app").ask_read("e/*")
+    policy = Policy.guarded().layer("app").ask_read("e/*")
     edit = call("edit_file", path="d/x.txt", search="SECRET", replace="X")
     waiting = await run(
         contract(repo), ScriptedProvider([reply(calls=[edit])]), store=store, policy=policy
@@ -885,8 +886,8 @@ async def test_an_act_cleared_before_the_deferral_is_asked_again_if_its_target_c
     assert (again.request.act, again.request.target) == (Act.READ, "e/x.txt")
     assert (repo / "e" / "x.txt").read_text() == "token=SECRET\n"
     first, second = store.trace(waiting.run_id).approvals
-    assert first["status"] == "done" and second["status"] == "pending"
-    assert "not performed" in json.loads(first["decision"])["reason"]
+    assert first.status == "done" and second.status == "pending"
+    assert first.decision is not None and "not performed" in first.decision.reason
 
 
 async def test_a_resumes_approver_is_shown_the_request_id_the_store_keeps(
@@ -903,7 +904,7 @@ async def test_a_resumes_approver_is_shown_the_request_id_the_store_keeps(
         contract(repo),
         ScriptedProvider([reply(calls=[write])]),
         store=store,
-        policy=Policy.default(),
+        policy=Policy.guarded(),
         approver=CallbackApprover(queue),
     )
     again = await resume(
@@ -912,7 +913,7 @@ async def test_a_resumes_approver_is_shown_the_request_id_the_store_keeps(
 
     assert shown == [waiting.request_id, waiting.request_id]
     assert again.request_id == waiting.request_id
-    store.decide(shown[-1], Decision.approve().model_dump_json(), 0.0)
+    store.decide(shown[-1], Decision.approve())
 
 
 async def test_an_interrupted_act_is_traced_and_its_remembered_rules_kept(
@@ -925,7 +926,7 @@ async def test_an_interrupted_act_is_traced_and_its_remembered_rules_kept(
             contract(repo),
             ScriptedProvider([reply(calls=[write])]),
             store=store,
-            policy=Policy.default(),
+            policy=Policy.guarded(),
         )
         remember = Rule(act=Act.WRITE, glob="./README.md", effect=Effect.ALLOW)
 
@@ -954,8 +955,8 @@ async def test_an_interrupted_act_is_traced_and_its_remembered_rules_kept(
         assert (repo / "README.md").read_text() == "y\n"  # the second write was not asked
         assert again.remembered == (remember,)
         rows = store.trace(waiting.run_id).permissions
-        approved = [r for r in rows if r["decision"] == "approved"]
-        assert approved[0]["decided_by"] == "alice" and "not repeated" in approved[0]["reason"]
+        approved = [r for r in rows if r.decision == "approved"]
+        assert approved[0].decided_by == "alice" and "not repeated" in approved[0].reason
 
 
 async def test_arguments_that_are_not_valid_unicode_are_an_observation(repo: Path) -> None:
@@ -971,7 +972,7 @@ async def test_arguments_that_are_not_valid_unicode_are_an_observation(repo: Pat
             reply("ok"),
         ]
     )
-    await run(contract(repo), provider, policy=Policy.default())
+    await run(contract(repo), provider, policy=Policy.guarded())
     assert "not a JSON object" in observations(provider, 1)[0]
 
 

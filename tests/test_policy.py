@@ -19,7 +19,7 @@ PROPERTY = settings(max_examples=200, derandomize=True, deadline=None)
 
 def example_policy() -> Policy:
     return (
-        Policy.default()
+        Policy.guarded()
         .layer("app")
         .allow_read("*")
         .allow_write("src/*")
@@ -102,18 +102,18 @@ def test_a_verdict_describes_its_rule_and_layer_in_one_line() -> None:
         == "write src/x.py: ask (rule 'ask write *' in layer 'app')"
     )
     assert (
-        Policy.default().explain("net", "Example.COM:443").describe()
+        Policy.guarded().explain("net", "Example.COM:443").describe()
         == "net example.com:443: deny (the default for net)"
     )
 
 
 def test_a_verdict_reports_the_normalised_target() -> None:
-    verdict = Policy.default().explain(Act.WRITE, "src\\pkg\\..\\app.py")
+    verdict = Policy.guarded().explain(Act.WRITE, "src\\pkg\\..\\app.py")
     assert verdict == Verdict(act=Act.WRITE, target="src/app.py", effect=Effect.ASK)
 
 
 def test_the_default_policy_reads_freely_asks_to_write_and_run_and_denies_the_network() -> None:
-    assert Policy.default().defaults == {
+    assert Policy.guarded().defaults == {
         Act.READ: Effect.ALLOW,
         Act.WRITE: Effect.ASK,
         Act.EXEC: Effect.ASK,
@@ -125,8 +125,8 @@ def test_the_default_policy_reads_freely_asks_to_write_and_run_and_denies_the_ne
     "secret", [".env", "a/b/c.pem", "deep/server.key", "id_rsa", "h/id_ed25519"]
 )
 def test_the_default_policy_denies_reading_and_writing_secrets(secret: str) -> None:
-    assert effect(Policy.default(), Act.READ, secret) is Effect.DENY
-    assert effect(Policy.default(), Act.WRITE, secret) is Effect.DENY
+    assert effect(Policy.guarded(), Act.READ, secret) is Effect.DENY
+    assert effect(Policy.guarded(), Act.WRITE, secret) is Effect.DENY
 
 
 def test_the_permissive_policy_allows_every_act() -> None:
@@ -137,7 +137,7 @@ def test_the_permissive_policy_allows_every_act() -> None:
 
 def test_an_unknown_act_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="expected one of read, write, exec, net, not 'tool'"):
-        Policy.default().explain("tool", "x")
+        Policy.guarded().explain("tool", "x")
 
 
 def test_effects_are_ordered_allow_ask_deny() -> None:
@@ -214,7 +214,7 @@ def test_an_exec_glob_matches_the_program_or_its_file_name() -> None:
 
 def test_a_program_named_by_a_relative_path_is_allowed_only_by_its_whole_path() -> None:
     # A file the agent made in the workspace is not the program an allow rule names...
-    policy = Policy.default().layer("app").allow_exec("git", "./tools/*").deny_exec("rm")
+    policy = Policy.guarded().layer("app").allow_exec("git", "./tools/*").deny_exec("rm")
     assert policy.explain(Act.EXEC, "./git").effect is Effect.ASK
     assert policy.explain(Act.EXEC, "sub/git").effect is Effect.ASK
     assert policy.explain(Act.EXEC, "./tools/lint").effect is Effect.ALLOW
@@ -305,61 +305,61 @@ def test_rules_need_a_layer_of_the_callers_own() -> None:
     with pytest.raises(ConfigError, match=r"open one first with \.layer\(name\)"):
         Policy.permissive().allow_read("*")
     with pytest.raises(ConfigError, match=r"allow_write: .*\.layer\(name\)"):
-        Policy.default().allow_write("*")
+        Policy.guarded().allow_write("*")
 
 
 def test_a_builder_call_without_globs_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="deny_net: give at least one glob"):
-        Policy.default().layer("app").deny_net()
+        Policy.guarded().layer("app").deny_net()
 
 
 def test_a_builder_call_with_a_list_says_to_pass_separate_arguments() -> None:
     with pytest.raises(ConfigError, match="separate arguments"):
-        Policy.default().layer("app").allow_read(["*"])  # type: ignore[arg-type]
+        Policy.guarded().layer("app").allow_read(["*"])  # type: ignore[arg-type]
 
 
 def test_a_builder_call_with_an_empty_glob_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="ask_exec: '': a glob must not be empty"):
-        Policy.default().layer("app").ask_exec("")
+        Policy.guarded().layer("app").ask_exec("")
 
 
 def test_layer_names_are_unique_and_the_builtin_prefix_is_reserved() -> None:
     with pytest.raises(ConfigError, match="already a layer named 'app'"):
-        Policy.default().layer("app").layer("app")
+        Policy.guarded().layer("app").layer("app")
     with pytest.raises(ConfigError, match="'builtin-' prefix"):
-        Policy.default().layer("builtin-mine")
+        Policy.guarded().layer("builtin-mine")
     with pytest.raises(ConfigError, match="non-empty"):
-        Policy.default().layer("")
+        Policy.guarded().layer("")
 
 
 def test_the_builder_leaves_the_policy_it_started_from_unchanged() -> None:
-    base = Policy.default().layer("app")
+    base = Policy.guarded().layer("app")
     base.allow_write("*")
     assert base.layers[-1].rules == ()
 
 
 def test_rule_takes_act_and_effect_as_names() -> None:
-    policy = Policy.default().layer("app").rule("net", "*.pypi.org", "allow")
+    policy = Policy.guarded().layer("app").rule("net", "*.pypi.org", "allow")
     assert effect(policy, Act.NET, "files.pypi.org:443") is Effect.ALLOW
     with pytest.raises(ConfigError, match=r"Policy\.rule: expected one of allow, ask, deny"):
         policy.rule(Act.NET, "*", "maybe")
 
 
 def test_with_defaults_replaces_only_the_defaults_it_names() -> None:
-    policy = Policy.default().with_defaults(exec="deny", net=Effect.ASK)
+    policy = Policy.guarded().with_defaults(exec="deny", net=Effect.ASK)
     assert policy.defaults == {
         Act.READ: Effect.ALLOW,
         Act.WRITE: Effect.ASK,
         Act.EXEC: Effect.DENY,
         Act.NET: Effect.ASK,
     }
-    assert policy.layers == Policy.default().layers
+    assert policy.layers == Policy.guarded().layers
     with pytest.raises(ConfigError, match="with_defaults: write: expected one of"):
         policy.with_defaults(write="sometimes")
 
 
 def test_describe_lists_defaults_layers_rules_and_the_bound() -> None:
-    text = Policy.default().contain(Policy.permissive().layer("child").deny_exec("rm")).describe()
+    text = Policy.guarded().contain(Policy.permissive().layer("child").deny_exec("rm")).describe()
     assert text.splitlines()[:3] == [
         "defaults: read allow, write allow, exec allow, net allow",
         "layer child:",
@@ -386,14 +386,14 @@ def test_merge_takes_the_stricter_default_of_each_act() -> None:
 
 def test_merge_lets_no_allow_of_one_side_open_what_the_other_side_closes() -> None:
     opens = Policy.permissive().with_defaults(net="deny").layer("mine").allow_net("pypi.org")
-    closes = Policy.default()
+    closes = Policy.guarded()
     assert effect(opens, Act.NET, "pypi.org") is Effect.ALLOW
     assert effect(opens.merge(closes), Act.NET, "pypi.org") is Effect.DENY
     assert effect(closes.merge(opens), Act.NET, "pypi.org") is Effect.DENY
 
 
 def test_contain_gives_no_weight_to_a_child_allow_the_parent_does_not_give() -> None:
-    parent = Policy.default()
+    parent = Policy.guarded()
     child = Policy.permissive().layer("child").allow_write("*").allow_net("*")
     contained = parent.contain(child)
     assert effect(contained, Act.WRITE, "src/x.py") is Effect.ASK
@@ -409,13 +409,13 @@ def test_contain_keeps_a_child_deny_the_parent_would_allow() -> None:
 
 
 def test_contain_keeps_a_child_default_deny_even_where_a_parent_rule_allows() -> None:
-    parent = Policy.default().layer("parent").allow_exec("python")
-    child = Policy.default().with_defaults(exec="deny")
+    parent = Policy.guarded().layer("parent").allow_exec("python")
+    child = Policy.guarded().with_defaults(exec="deny")
     assert effect(parent.contain(child), Act.EXEC, "python") is Effect.DENY
 
 
 def test_a_child_ask_rule_does_not_beat_a_parent_default_deny() -> None:
-    parent = Policy.default().with_defaults(exec="deny")
+    parent = Policy.guarded().with_defaults(exec="deny")
     child = Policy.permissive().layer("child").ask_exec("python")
     verdict = parent.contain(child).explain(Act.EXEC, "python")
     assert verdict.effect is Effect.DENY
@@ -423,8 +423,8 @@ def test_a_child_ask_rule_does_not_beat_a_parent_default_deny() -> None:
 
 
 def test_contain_allows_what_both_parent_and_child_allow() -> None:
-    parent = Policy.default().layer("parent").allow_write("src/*")
-    child = Policy.default().layer("child").allow_write("src/sub/*")
+    parent = Policy.guarded().layer("parent").allow_write("src/*")
+    child = Policy.guarded().layer("child").allow_write("src/sub/*")
     contained = parent.contain(child)
     assert effect(contained, Act.WRITE, "src/sub/a.py") is Effect.ALLOW
     assert effect(contained, Act.WRITE, "src/other.py") is Effect.ASK
@@ -509,7 +509,7 @@ def test_any_policy_round_trips_through_json(policy: Policy) -> None:
 
 EXAMPLE_TOML = """
     [policy]
-    base = "default"
+    base = "guarded"
     [policy.layers.app]
     allow_read = ["*"]
     allow_write = ["src/*"]
@@ -533,7 +533,7 @@ def test_a_toml_policy_defaults_to_the_default_base_and_overrides_defaults(
     tmp_path: Path,
 ) -> None:
     path = write_toml(tmp_path, "[policy.defaults]\nexec = 'deny'\n")
-    assert Policy.from_toml(path) == Policy.default().with_defaults(exec="deny")
+    assert Policy.from_toml(path) == Policy.guarded().with_defaults(exec="deny")
 
 
 def test_a_toml_policy_may_start_from_the_permissive_base(tmp_path: Path) -> None:

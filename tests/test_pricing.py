@@ -375,9 +375,9 @@ async def test_a_priced_run_adds_up_each_calls_cost(project: Path, store: Store)
     assert isinstance(result.cost, Decimal)
     assert result.cost == Decimal("0.002398")
     trace = store.trace(result.run_id)
-    assert [c["cost_micros"] for c in trace.provider_calls] == COSTS
-    assert [c["served_model"] for c in trace.provider_calls] == [MODEL, "m-test-0601", MODEL]
-    assert [s["cost_micros"] for s in trace.steps] == COSTS
+    assert [c.cost_micros for c in trace.provider_calls] == COSTS
+    assert [c.served_model for c in trace.provider_calls] == [MODEL, "m-test-0601", MODEL]
+    assert [s.cost_micros for s in trace.steps] == COSTS
     summary = store.runs()[0]
     assert (summary.cost_micros, summary.unpriced_calls) == (sum(COSTS), 0)
     assert trace.run.cost_micros == sum(COSTS)
@@ -416,7 +416,7 @@ async def test_a_call_is_priced_by_its_served_model_when_the_asked_one_has_no_pr
 
     assert (result.cost_micros, result.unpriced_calls) == (2000 + 10, 0)
     (row,) = store.trace(result.run_id).provider_calls
-    assert (row["model"], row["served_model"], row["cost_micros"]) == (
+    assert (row.model, row.served_model, row.cost_micros) == (
         "alias",
         "real-model-2025",
         2010,
@@ -442,7 +442,7 @@ async def test_a_failed_attempt_of_a_priced_model_costs_nothing(
 
     assert result.outcome is RunOutcome.SUCCESS
     rows = store.trace(result.run_id).provider_calls
-    assert [(r["error_kind"], r["cost_micros"]) for r in rows] == [("server", 0), (None, 1040)]
+    assert [(r.error_kind, r.cost_micros) for r in rows] == [("server", 0), (None, 1040)]
     assert (result.cost_micros, result.unpriced_calls) == (1040, 0)
 
 
@@ -466,7 +466,7 @@ async def test_calls_without_a_price_are_unpriced_never_zero(
     assert (result.cost_micros, result.unpriced_calls) == (0, 2)
     assert result.cost == 0
     trace = store.trace(result.run_id)
-    assert [c["cost_micros"] for c in trace.provider_calls] == [None, None]
+    assert [c.cost_micros for c in trace.provider_calls] == [None, None]
     summary = store.runs()[0]
     assert (summary.cost_micros, summary.unpriced_calls) == (0, 2)
     assert [e.cost_micros for e in events.of(StepFinished)] == [None, None]
@@ -489,7 +489,7 @@ async def test_failed_attempts_are_not_unpriced_calls(project: Path, store: Stor
     assert result.unpriced_calls == 1
     assert store.runs()[0].unpriced_calls == 1
     rows = store.trace(result.run_id).provider_calls
-    assert [(r["error_kind"], r["cost_micros"]) for r in rows] == [
+    assert [(r.error_kind, r.cost_micros) for r in rows] == [
         ("server", None),
         ("rate_limited", None),
         (None, None),
@@ -523,7 +523,7 @@ async def test_priced_and_unpriced_calls_are_counted_apart(project: Path, store:
 
     assert (result.cost_micros, result.unpriced_calls) == (COSTS[0], 1)
     rows = store.trace(result.run_id).provider_calls
-    assert [r["cost_micros"] for r in rows] == [COSTS[0], None]
+    assert [r.cost_micros for r in rows] == [COSTS[0], None]
     assert [e.cost_micros for e in events.of(StepFinished)] == [COSTS[0], None]
     assert [e.total_cost_micros for e in events.of(StepFinished)] == [COSTS[0], COSTS[0]]
 
@@ -561,8 +561,8 @@ async def test_the_run_stops_after_the_call_that_crossed_the_budget(
     assert result.cost_micros == 400_100 + 700_200
     assert result.cost == Decimal("1.1003")
     trace = store.trace(result.run_id)
-    assert [c["cost_micros"] for c in trace.provider_calls] == [400_100, 700_200]
-    assert [s["cost_micros"] for s in trace.steps] == [400_100, 700_200]
+    assert [c.cost_micros for c in trace.provider_calls] == [400_100, 700_200]
+    assert [s.cost_micros for s in trace.steps] == [400_100, 700_200]
     assert trace.run.outcome == "cost_budget_exceeded"
     (finished,) = events.of(RunFinished)
     assert finished.outcome == "cost_budget_exceeded"
@@ -704,7 +704,7 @@ async def test_a_fallback_members_answer_is_priced_by_its_own_model(
 
     assert result.outcome is RunOutcome.SUCCESS
     rows = store.trace(result.run_id).provider_calls
-    assert [(r["provider"], r["cost_micros"]) for r in rows] == [
+    assert [(r.provider, r.cost_micros) for r in rows] == [
         ("primary", 0),
         ("backup", 3 * (1000 + 10)),
     ]
@@ -744,7 +744,7 @@ async def test_resume_counts_the_money_already_spent(project: Path, store: Store
     assert (result.steps, result.cost_micros) == (3, 1_200_000)
     assert store.runs()[0].cost_micros == 1_200_000
     rows = store.trace("r1").provider_calls
-    assert [r["cost_micros"] for r in rows] == [400_000] * 3
+    assert [r.cost_micros for r in rows] == [400_000] * 3
 
 
 async def test_resume_carries_unpriced_calls_and_adds_priced_ones(

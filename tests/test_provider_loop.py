@@ -97,7 +97,7 @@ def python_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def tool_sequence(store: Store, run_id: str) -> list[tuple[str, str]]:
-    return [(c["name"], c["arguments"]) for c in store.trace(run_id).tool_calls]
+    return [(c.name, c.arguments) for c in store.trace(run_id).tool_calls]
 
 
 @pytest.mark.usefixtures("python_on_path")
@@ -119,9 +119,9 @@ async def test_one_contract_reaches_verified_success_through_every_vendor(tmp_pa
         assert result.outcome is RunOutcome.SUCCESS, vendor
         assert result.verification is not None and result.verification.passed
         assert trace.run.provider == provider.name == vendor
-        assert {c["provider"] for c in trace.provider_calls} == {vendor}
-        assert {c["served_model"] for c in trace.provider_calls} == {served}
-        assert all(c["time_to_first_token"] is not None for c in trace.provider_calls)
+        assert {c.provider for c in trace.provider_calls} == {vendor}
+        assert {c.served_model for c in trace.provider_calls} == {served}
+        assert all(c.time_to_first_token is not None for c in trace.provider_calls)
         assert result.usage == sum((t.usage for t in turns), Usage())
         assert len(server.requests) == len(turns)
         fixed = (folder / "project" / "textstats.py").read_text()
@@ -153,14 +153,14 @@ async def test_fallback_asks_the_next_provider_after_the_first_used_its_retries(
 
     assert result.outcome is RunOutcome.SUCCESS
     attempts = store.trace(result.run_id).provider_calls
-    assert [(a["attempt"], a["provider"], a["model"], a["error_kind"]) for a in attempts] == [
+    assert [(a.attempt, a.provider, a.model, a.error_kind) for a in attempts] == [
         (1, "primary", "model-a", "server"),
         (2, "primary", "model-a", "server"),
         (3, "secondary", "model-b", None),
     ]
     assert secondary.requests[0].model == "model-b"  # each member is asked for its own model
-    steps = [e for e in store.trace(result.run_id).events if e["kind"] == "step_finished"]
-    assert json.loads(steps[0]["data"])["provider"] == "secondary"
+    steps = [e for e in store.trace(result.run_id).events if e.kind == "step_finished"]
+    assert steps[0].data["provider"] == "secondary"
 
 
 async def test_an_auth_failure_does_not_fall_back(tmp_path: Path) -> None:
@@ -218,8 +218,8 @@ async def test_streamed_tokens_reach_the_observer_live_and_are_not_stored(
     assert {(e.provider, e.attempt, e.step) for e in tokens} == {("openai", 1, 1)}
     trace = store.trace(result.run_id)
     assert trace.messages[-1].text == text
-    assert "token" not in {e["kind"] for e in trace.events}
-    assert trace.provider_calls[0]["time_to_first_token"] is not None
+    assert "token" not in {e.kind for e in trace.events}
+    assert trace.provider_calls[0].time_to_first_token is not None
 
 
 async def test_a_tool_call_cut_off_by_the_token_limit_is_an_observation(tmp_path: Path) -> None:
@@ -252,7 +252,7 @@ def comparable(store: Store, run_id: str) -> dict[str, Any]:
         "provider_calls": ("step", "attempt", "error_kind", "finish_reason", "input_tokens"),
     }
     picked = {
-        table: [{k: row[k] for k in keys} for row in getattr(trace, table)]
+        table: [{k: getattr(row, k) for k in keys} for row in getattr(trace, table)]
         for table, keys in keep.items()
     }
     picked["messages"] = [m.model_dump() for m in trace.messages]

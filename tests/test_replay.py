@@ -50,9 +50,9 @@ def _comparable(store: Store, run_id: str) -> list[object]:
     trace = store.trace(run_id)
     return [
         [m.model_dump() for m in trace.messages],
-        [(c["name"], c["arguments"], c["result"], c["is_error"]) for c in trace.tool_calls],
-        [(p["attempt"], p["error_kind"], p["input_tokens"]) for p in trace.provider_calls],
-        [(v["trigger"], v["passed"], v["result"]) for v in trace.verifications],
+        [(c.name, c.arguments, c.result, c.is_error) for c in trace.tool_calls],
+        [(p.attempt, p.error_kind, p.input_tokens) for p in trace.provider_calls],
+        [(v.trigger, v.passed, v.result) for v in trace.verifications],
         (trace.run.outcome, trace.run.steps, trace.run.tokens),
     ]
 

@@ -66,7 +66,7 @@ async def test_resume_continues_the_same_conversation_without_repeating_steps(
     assert result.usage.total_tokens == 3 * USAGE.total_tokens
     assert provider.requests[0].messages == stored_conversation
     events = store.trace(run_id).events
-    assert [e["kind"] for e in events if e["kind"] == "run_started"] == ["run_started"] * 2
+    assert [e.kind for e in events if e.kind == "run_started"] == ["run_started"] * 2
 
 
 async def test_resume_counts_wall_time_from_the_start_downtime_included(
@@ -159,7 +159,7 @@ async def test_the_first_resumed_step_checks_a_change_whose_step_never_committed
     result = await resume(run_id, provider, store=store)
 
     assert result.outcome is RunOutcome.SUCCESS
-    assert store.trace(run_id).verifications[-1]["trigger"] == "resumed"
+    assert store.trace(run_id).verifications[-1].trigger == "resumed"
 
 
 async def test_a_resumed_run_that_ends_before_its_first_answer_still_checks(
@@ -176,7 +176,7 @@ async def test_a_resumed_run_that_ends_before_its_first_answer_still_checks(
 
     assert result.outcome is RunOutcome.SUCCESS
     assert result.steps == 2
-    assert store.trace(run_id).verifications[-1]["trigger"] == "resumed"
+    assert store.trace(run_id).verifications[-1].trigger == "resumed"
 
 
 async def test_each_start_of_a_run_is_in_the_trace_with_its_step(
@@ -185,9 +185,9 @@ async def test_each_start_of_a_run_is_in_the_trace_with_its_step(
     run_id = await interrupted_run(project, store)
     await resume(run_id, ScriptedProvider([FIX]), store=store)
 
-    started = [e for e in store.trace(run_id).events if e["kind"] == "run_started"]
+    started = [e for e in store.trace(run_id).events if e.kind == "run_started"]
 
-    assert [(e["step"], '"resumed":true' in e["data"]) for e in started] == [
+    assert [(e.step, e.data["resumed"]) for e in started] == [
         (0, False),
         (2, True),
     ]

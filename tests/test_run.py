@@ -102,8 +102,8 @@ async def test_a_workspace_run_changes_several_files_and_is_verified_together(
     grep_result = provider.requests[1].messages[-1].content[0]
     assert "pkg/calc.py:1: def add(a, b):" in grep_result.content  # type: ignore[union-attr]
     trace = store.trace(result.run_id)
-    assert [v["passed"] for v in trace.verifications] == [0, 1]
-    assert trace.verifications[0]["trigger"] == "file_changed"
+    assert [v.passed for v in trace.verifications] == [False, True]
+    assert trace.verifications[0].trigger == "file_changed"
 
 
 async def test_the_run_stops_at_the_step_cap(project: Path) -> None:
@@ -156,7 +156,7 @@ async def test_a_transient_failure_is_retried_and_every_attempt_is_traced(
 
     assert result.outcome is RunOutcome.SUCCESS
     attempts = store.trace(result.run_id).provider_calls
-    assert [(a["attempt"], a["error_kind"]) for a in attempts] == [
+    assert [(a.attempt, a.error_kind) for a in attempts] == [
         (1, "rate_limited"),
         (2, "server"),
         (3, None),
@@ -333,8 +333,8 @@ async def test_the_observer_sees_each_event_with_the_data_the_trace_stores(
         "step_finished",
         "run_finished",
     ]
-    stored = [(e["kind"], e["data"]) for e in store.trace(result.run_id).events]
-    assert stored == [(e.kind, e.model_dump_json()) for e in events]  # type: ignore[attr-defined]
+    stored = [(e.kind, e.data) for e in store.trace(result.run_id).events]
+    assert stored == [(e.kind, e.model_dump(mode="json")) for e in events]  # type: ignore[attr-defined]
 
 
 async def test_an_observer_that_raises_does_not_end_the_run(project: Path) -> None:

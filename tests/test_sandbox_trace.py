@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import sqlite3
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from io_harness import (
+    NO_SANDBOX,
     Budget,
     Command,
     ConfigError,
@@ -70,16 +70,16 @@ async def test_the_exec_call_and_the_check_leave_sandbox_events_in_their_step(
     assert result.outcome is RunOutcome.SUCCESS
     assert result.sandbox == default_backend()
     rows = store.trace(result.run_id).sandbox_events
-    assert [r["seq"] for r in rows] == list(range(1, len(rows) + 1))
-    by_call = [(r["step"], r["call_id"], r["kind"]) for r in rows]
+    assert [r.seq for r in rows] == list(range(1, len(rows) + 1))
+    by_call = [(r.step, r.call_id, r.kind) for r in rows]
     assert by_call[:3] == [(1, "call_1_1", "create"), (1, "call_1_1", "exec"),
                            (1, "call_1_1", "destroy")]  # fmt: skip
     checks = [(step, kind) for step, call_id, kind in by_call if call_id == ""]
     assert (2, "exec") in checks, "the criterion's command ran in the sandbox"
-    assert {r["backend"] for r in rows} == {default_backend()}
-    created = json.loads(rows[0]["detail"])
+    assert {r.backend for r in rows} == {default_backend()}
+    created = rows[0].detail
     assert created["mode"] == "workspace_write" and "wall_seconds" in created["limits"]
-    assert json.loads(rows[1]["detail"])["argv"][1:] == MARK[1:]  # argv[0] may be resolved
+    assert rows[1].detail["argv"][1:] == MARK[1:]  # argv[0] may be resolved
 
 
 async def test_the_run_records_its_backend_and_why(root: Path, store: Store) -> None:
@@ -87,9 +87,9 @@ async def test_the_run_records_its_backend_and_why(root: Path, store: Store) -> 
 
     record = store.trace(result.run_id).sandbox
     assert record is not None
-    assert record["backend"] == default_backend()
-    assert record["why"].startswith("selected for the default configuration")
-    assert record["config"]["network"] == "deny"
+    assert record.backend == default_backend()
+    assert record.why.startswith("selected for the default configuration")
+    assert record.config["network"] == "deny"
 
 
 async def test_a_sandbox_config_is_selected_for_and_kept_for_the_resume(
@@ -108,21 +108,21 @@ async def test_a_sandbox_config_is_selected_for_and_kept_for_the_resume(
     assert done.outcome is RunOutcome.SUCCESS
     trace = store.trace(first.run_id)
     assert trace.sandbox is not None
-    assert trace.sandbox["why"].startswith("selected for the configuration the run started with")
-    assert trace.sandbox["config"]["limits"]["wall_seconds"] == 77
-    created = json.loads(trace.sandbox_events[0]["detail"])
+    assert trace.sandbox.why.startswith("selected for the configuration the run started with")
+    assert trace.sandbox.config["limits"]["wall_seconds"] == 77
+    created = trace.sandbox_events[0].detail
     assert created["limits"]["wall_seconds"] == 77
 
 
 async def test_opting_out_is_recorded_and_the_criterion_runs_directly(
     root: Path, store: Store
 ) -> None:
-    result = await run(contract(root), marking(), store=store, sandbox=None)
+    result = await run(contract(root), marking(), store=store, sandbox=NO_SANDBOX)
 
     assert result.outcome is RunOutcome.SUCCESS and result.sandbox == "none"
     record = store.trace(result.run_id).sandbox
-    assert record is not None and record["backend"] == "none" and record["config"] is None
-    assert "opted out" in record["why"]
+    assert record is not None and record.backend == "none" and record.config is None
+    assert "opted out" in record.why
 
 
 async def test_ioh_show_prints_the_backend_the_events_and_the_cap_hits(
@@ -155,7 +155,7 @@ async def test_ioh_show_of_a_run_without_a_sandbox_says_none(
 ) -> None:
     path = tmp_path / "runs.db"
     with Store.open(path) as store:
-        result = await run(contract(root), marking(), store=store, sandbox=None)
+        result = await run(contract(root), marking(), store=store, sandbox=NO_SANDBOX)
 
     main(["show", result.run_id, "--store", str(path)])
 
@@ -177,7 +177,7 @@ async def test_ioh_show_prints_terminal_escapes_from_the_run_as_text(
     )
     path = tmp_path / "runs.db"
     with Store.open(path) as store:
-        result = await run(work, provider, store=store, sandbox=None)
+        result = await run(work, provider, store=store, sandbox=NO_SANDBOX)
 
     assert main(["show", result.run_id, "--store", str(path)]) == 0
 
@@ -238,7 +238,7 @@ def test_ioh_run_no_sandbox_warns_and_runs_directly(
     assert "commands ran without a sandbox" in shown
     with Store.open(store) as opened:
         record = opened.trace("bare").sandbox
-    assert record is not None and record["backend"] == "none"
+    assert record is not None and record.backend == "none"
 
 
 def test_ioh_run_selects_the_sandbox_by_the_contracts_sandbox_table(
@@ -258,8 +258,8 @@ def test_ioh_run_selects_the_sandbox_by_the_contracts_sandbox_table(
     with Store.open(store) as opened:
         record = opened.trace("tabled").sandbox
     assert record is not None
-    assert record["why"].startswith("selected for the caller's configuration")
-    assert record["config"]["limits"]["wall_seconds"] == 120
+    assert record.why.startswith("selected for the caller's configuration")
+    assert record.config["limits"]["wall_seconds"] == 120
 
 
 def test_a_bad_sandbox_table_is_a_config_error_naming_the_key(tmp_path: Path) -> None:
@@ -304,9 +304,9 @@ async def test_a_version_3_store_opens_migrates_and_resumes(root: Path, tmp_path
 
     assert done.outcome is RunOutcome.SUCCESS
     assert (root / "marker.txt").read_text() == "ran\n"
-    assert after.sandbox is not None and after.sandbox["backend"] == default_backend()
-    assert after.sandbox["why"].startswith("selected for the default configuration")
-    assert [e["kind"] for e in after.sandbox_events][:3] == ["create", "exec", "destroy"]
+    assert after.sandbox is not None and after.sandbox.backend == default_backend()
+    assert after.sandbox.why.startswith("selected for the default configuration")
+    assert [e.kind for e in after.sandbox_events][:3] == ["create", "exec", "destroy"]
     with contextlib.closing(sqlite3.connect(path)) as db:
         assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
 

@@ -1289,11 +1289,11 @@ async def test_a_tool_that_is_not_a_file_tool_is_checked_as_an_exec_of_its_name(
     stamped = ToolCall(id="1", name="stamp", arguments={"label": "a"})
 
     refused = await box.dispatch(
-        stamped, gate=Gate(Policy.default().layer("app").deny_exec("stamp"))
+        stamped, gate=Gate(Policy.guarded().layer("app").deny_exec("stamp"))
     )
-    deferred = await box.dispatch(stamped, gate=Gate(Policy.default()))
+    deferred = await box.dispatch(stamped, gate=Gate(Policy.guarded()))
     allowed = await box.dispatch(
-        stamped, gate=Gate(Policy.default().layer("app").allow_exec("stamp"))
+        stamped, gate=Gate(Policy.guarded().layer("app").allow_exec("stamp"))
     )
 
     assert isinstance(refused, ToolOutcome) and refused.is_error
@@ -1305,7 +1305,7 @@ async def test_a_tool_that_is_not_a_file_tool_is_checked_as_an_exec_of_its_name(
 
 
 async def test_invalid_arguments_are_answered_before_the_gate_is_asked(project: Path) -> None:
-    gate = Gate(Policy.default())
+    gate = Gate(Policy.guarded())
     done = await toolbox_for(project).dispatch(
         ToolCall(id="1", name="write_file", arguments={"path": "x"}), gate=gate
     )

@@ -2,15 +2,28 @@
 
 Everything public is importable from here; other modules are private.
 
-    from io_harness import TaskContract, Command, Store, run, RunOutcome
+    from io_harness import Command, Harness, RunOutcome, Store, TaskContract
 
+    harness = Harness(provider, store=Store.open("runs.db"))
     contract = TaskContract.workspace(
         "make the test suite pass", root="repo", verify=Command(["python", "-m", "pytest", "-q"])
     )
-    result = await run(contract, provider, store=Store.open("runs.db"))
+    result = await harness.run(contract)
     assert result.outcome is RunOutcome.SUCCESS
+
+Two submodules are public too, each owning what its docstring names:
+``io_harness.testing`` (test doubles) and ``io_harness.sandbox`` (backends,
+``select``, ``probe``, ``copy_back``).
 """
 
+from io_harness._harness import (
+    Harness,
+    HarnessOptions,
+    resume,
+    resume_sync,
+    run,
+    run_sync,
+)
 from io_harness.contract import Budget, TaskContract
 from io_harness.errors import (
     ConfigError,
@@ -23,7 +36,7 @@ from io_harness.errors import (
     SandboxError,
     StorageError,
 )
-from io_harness.loop import RunOutcome, RunResult, resume, resume_sync, run, run_sync
+from io_harness.loop import DEFAULT_SANDBOX, NO_SANDBOX, RunOutcome, RunResult, SandboxChoice
 from io_harness.messages import (
     CompletionRequest,
     CompletionResponse,
@@ -80,7 +93,22 @@ from io_harness.providers import (
     StreamingProvider,
 )
 from io_harness.sandbox import Sandbox, SandboxConfig, SandboxLimits, SandboxOutcome
-from io_harness.store import RunSummary, Store, Trace
+from io_harness.store import (
+    ApprovalTrace,
+    EventTrace,
+    MemoryTrace,
+    PermissionTrace,
+    ProviderCallTrace,
+    RunSummary,
+    SandboxChoiceTrace,
+    SandboxEventTrace,
+    StepTrace,
+    Store,
+    ToolCallTrace,
+    Trace,
+    VerificationTrace,
+)
+from io_harness.tools import Tool, Toolbox, ToolFailure, tool
 from io_harness.verify import (
     AllOf,
     AnyOf,
@@ -97,12 +125,15 @@ from io_harness.verify import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_SANDBOX",
+    "NO_SANDBOX",
     "Act",
     "AllOf",
     "Anthropic",
     "AnyOf",
     "ApprovalContext",
     "ApprovalRequest",
+    "ApprovalTrace",
     "ApproveAll",
     "Approver",
     "AwaitingApproval",
@@ -117,22 +148,28 @@ __all__ = [
     "Decision",
     "DenyAll",
     "Effect",
+    "EventTrace",
     "Fallback",
     "FileContains",
     "FileEquals",
     "FinishReason",
+    "Harness",
     "HarnessError",
+    "HarnessOptions",
     "Layer",
     "McpError",
+    "MemoryTrace",
     "Message",
     "Observer",
     "OpenAI",
     "OpenAICompatible",
     "OpenRouter",
+    "PermissionTrace",
     "Policy",
     "Price",
     "PriceTable",
     "Provider",
+    "ProviderCallTrace",
     "ProviderError",
     "ProviderErrorKind",
     "PytestPasses",
@@ -151,12 +188,16 @@ __all__ = [
     "RunStarted",
     "RunSummary",
     "Sandbox",
+    "SandboxChoice",
+    "SandboxChoiceTrace",
     "SandboxConfig",
     "SandboxError",
+    "SandboxEventTrace",
     "SandboxLimits",
     "SandboxOutcome",
     "StdinApprover",
     "StepFinished",
+    "StepTrace",
     "StorageError",
     "Store",
     "StreamDelta",
@@ -165,14 +206,19 @@ __all__ = [
     "TextBlock",
     "ThinkingBlock",
     "TokenStreamed",
+    "Tool",
     "ToolCall",
+    "ToolCallTrace",
     "ToolCalled",
+    "ToolFailure",
     "ToolResult",
     "ToolSpec",
+    "Toolbox",
     "Trace",
     "Usage",
     "Verdict",
     "VerificationResult",
+    "VerificationTrace",
     "Verified",
     "WorkspaceFileContains",
     "__version__",
@@ -180,4 +226,5 @@ __all__ = [
     "resume_sync",
     "run",
     "run_sync",
+    "tool",
 ]

@@ -16,7 +16,8 @@ against the TOML file's folder::
     [budget]
     max_steps = 20
 
-A workspace contract may add optional tools: ``tools = ["exec"]``.
+A workspace contract may add optional tools: ``tools = ["exec"]``. A
+contract may name a folder of skills the agent may read: ``skills = "skills"``.
 
 A ``[policy]`` table is not part of the contract: :meth:`Policy.from_toml`
 reads it, and ``ioh run`` governs the run by it. Nor is a ``[sandbox]`` table
@@ -41,7 +42,10 @@ if TYPE_CHECKING:
 
 __all__ = ["load_contract", "sandbox_config", "sandbox_table"]
 
-_KEYS = {"goal", "root", "file", "verify", "constraints", "budget", "tools", "policy", "sandbox"}
+_KEYS = {
+    "goal", "root", "file", "verify", "constraints", "budget", "tools", "skills", "policy",
+    "sandbox",
+}  # fmt: skip
 _NOT_CONTRACT = ("root", "file", "policy", "sandbox")
 # The subject is rebuilt from root or file; the policy is Policy's; the sandbox is the run's.
 
@@ -61,9 +65,11 @@ def load_contract(cls: type[TaskContract], path: Path) -> TaskContract:
     if "sandbox" in data:
         sandbox_table(data["sandbox"], path)
     fields: dict[str, Any] = {k: v for k, v in data.items() if k not in _NOT_CONTRACT}
-    for key in ("root", "file"):
+    for key in ("root", "file", "skills"):
         if key in data and not isinstance(data[key], str):
             raise ConfigError(f"{path}: {key}: expected a path string")
+    if "skills" in data:
+        fields["skills"] = folder / data["skills"]
     if has_file:
         file = folder / data["file"]
         fields.update(mode="file", root=file.parent, path=file)

@@ -83,6 +83,8 @@ class TaskContract(BaseModel):
     budget: Budget = Field(default_factory=Budget)
     tools: tuple[str, ...] = ()
     """Optional tools the run offers besides the file tools (workspace mode): ``"exec"``."""
+    skills: Path | None = None
+    """A folder of skills the agent may read (``read_skill``); see ``docs/skills.md``."""
 
     @field_validator("tools")
     @classmethod
@@ -116,8 +118,12 @@ class TaskContract(BaseModel):
         *,
         constraints: Sequence[str] = (),
         budget: Budget | None = None,
+        skills: str | Path | None = None,
     ) -> TaskContract:
-        """A single-file contract: the agent may read and write ``path`` only."""
+        """A single-file contract: the agent may read and write ``path`` only.
+
+        ``skills`` names a folder of skills the agent may read.
+        """
         file = Path(path).absolute()
         return cls._build(
             goal=goal,
@@ -127,6 +133,7 @@ class TaskContract(BaseModel):
             verify=verify,
             constraints=constraints,
             budget=budget or Budget(),
+            skills=skills,
         )
 
     @classmethod
@@ -139,11 +146,13 @@ class TaskContract(BaseModel):
         constraints: Sequence[str] = (),
         budget: Budget | None = None,
         tools: Sequence[str] = (),
+        skills: str | Path | None = None,
     ) -> TaskContract:
         """A workspace contract: the agent works on every file under ``root``.
 
         ``tools`` adds optional tools: ``["exec"]`` lets the agent run commands
         (no shell; each checked by the policy as ``exec``, run in the sandbox).
+        ``skills`` names a folder of skills the agent may read.
         """
         return cls._build(
             goal=goal,
@@ -153,6 +162,7 @@ class TaskContract(BaseModel):
             constraints=constraints,
             budget=budget or Budget(),
             tools=tools,
+            skills=skills,
         )
 
     @classmethod
@@ -163,6 +173,10 @@ class TaskContract(BaseModel):
         if isinstance(fields.get("tools"), str):
             raise ConfigError("tools is a list of tool names; put a single one in a list")
         fields["tools"] = tuple(fields.get("tools", ()))
+        skills = fields.get("skills")
+        if skills is not None and not isinstance(skills, str | Path):
+            raise ConfigError(f"skills is a folder's path, not {type(skills).__name__}")
+        fields["skills"] = Path(skills).absolute() if skills is not None else None
         try:
             contract = cls(**fields)
         except ValidationError as exc:

@@ -85,6 +85,8 @@ class ToolCalled(_Event):
     result: str
     is_error: bool
     changed: tuple[str, ...] = ()
+    tool_kind: str = "builtin"
+    """Which kind of tool answered: ``builtin``, ``caller`` or ``mcp``."""
 
 
 class Verified(_Event):

@@ -12,6 +12,7 @@ A call whose model has no price is *unpriced*: counted as such, never as zero.
 from __future__ import annotations
 
 import fnmatch
+import json
 import math
 from collections.abc import Mapping
 from decimal import Decimal
@@ -128,6 +129,28 @@ class PriceTable:
         if not isinstance(currency, str):
             raise ConfigError(f'{path}: currency: give a label such as "USD"')
         return cls(prices, currency=currency)
+
+    def to_json(self) -> str:
+        """The table as JSON, as a run stores it so a resume needs no prices given again."""
+        models = {name: price.model_dump(mode="json") for name, price in self.models.items()}
+        return json.dumps({"currency": self.currency, "models": models})
+
+    @classmethod
+    def from_json(cls, text: str) -> PriceTable:
+        """A table from :meth:`to_json`; anything else is a :class:`ConfigError`."""
+        try:
+            data = json.loads(text)
+            with loading():
+                return cls(data["models"], currency=data["currency"])
+        except (ValueError, KeyError, TypeError) as exc:  # ValidationError is a ValueError
+            raise ConfigError(f"not a stored price table: {exc}") from None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PriceTable):
+            return NotImplemented
+        return (self.currency, self.models) == (other.currency, other.models)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def price_for(self, *models: str | None) -> Price | None:
         """The price of the first of ``models`` the table knows (exact names first)."""

@@ -19,6 +19,7 @@ from rich.console import Console
 from io_harness import __version__
 from io_harness._contract_toml import sandbox_config
 from io_harness._demo import CASSETTE, prepare, use_this_python
+from io_harness._harness import Harness
 from io_harness.cli._launch import (
     STORED,
     launch_labels,
@@ -26,6 +27,7 @@ from io_harness.cli._launch import (
     replay_label,
     stored_provider,
 )
+from io_harness.cli._memory import add_memory_commands
 from io_harness.cli._permissions import (
     APPROVERS,
     PausedStatus,
@@ -41,7 +43,7 @@ from io_harness.cli._sandbox import cmd_doctor, sandbox_choice, with_sandbox
 from io_harness.cli._text import escape
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, HarnessError
-from io_harness.loop import DEFAULT_SANDBOX, RunOutcome, RunResult, resume, run
+from io_harness.loop import DEFAULT_SANDBOX, RunOutcome, RunResult
 from io_harness.policy import Approver, Policy
 from io_harness.pricing import PriceTable
 from io_harness.providers import SPEC_FORMS, Provider, Replay
@@ -112,6 +114,11 @@ def _parser() -> argparse.ArgumentParser:
     _with_policy_file(sub)
     _with_approver(sub)
     sub.add_argument("--run-id", help="name the run (default: generated)")
+    sub.add_argument(
+        "--memory",
+        action="store_true",
+        help="let the agent remember notes for later runs in the same workspace (ioh memory)",
+    )
     with_sandbox(sub)
     sub.set_defaults(handler=_cmd_run)
 
@@ -129,6 +136,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.set_defaults(handler=_cmd_resume)
 
     _add_permission_commands(commands)
+    add_memory_commands(commands)
 
     sub = _with_store(commands.add_parser("runs", help="list runs, newest first"))
     sub.add_argument("--limit", type=int, default=20, help="how many (default: 20)")
@@ -230,18 +238,16 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     with Store.open(args.store) as store:
         result = _drive(
             console,
-            lambda report: run(
-                contract,
+            lambda report: Harness(
                 provider,
                 store=store,
-                run_id=args.run_id,
                 observer=report,
                 prices=prices,
                 policy=policy,
                 approver=approver,
-                labels=launch_labels(args),
                 sandbox=sandbox,
-            ),
+                memory=args.memory,
+            ).run(contract, run_id=args.run_id, labels=launch_labels(args)),
             approver,
         )
     return _finish(console, result, args)
@@ -259,13 +265,12 @@ def _cmd_resume(args: argparse.Namespace, console: Console) -> int:
                 f"run {args.run_id!r} was not started by `ioh run`, so its provider is not "
                 "stored; give --provider SPEC"
             )
-        prices = prices_for(args, store.load_run(args.run_id).labels)
         return _resume(
             args,
             console,
             store,
             provider,
-            prices,
+            prices_for(args),
             policy=policy,
             replace_policy=args.replace_policy,
         )
@@ -285,17 +290,15 @@ def _resume(
     sandbox = sandbox_choice(args, console)
     result = _drive(
         console,
-        lambda report: resume(
-            args.run_id,
+        lambda report: Harness(
             provider,
             store=store,
             observer=report,
             prices=prices,
             approver=approver,
             policy=policy,
-            replace_policy=replace_policy,
             sandbox=sandbox,
-        ),
+        ).resume(args.run_id, replace_policy=replace_policy),
         approver,
     )
     return _finish(console, result, args)
@@ -315,7 +318,7 @@ def _cmd_decide(args: argparse.Namespace, console: Console) -> int:
         # What the resume needs is built first, so a bad spec or a missing key is
         # said before any decision is stored.
         provider = None if args.no_resume else stored_provider(args, store)
-        prices = prices_for(args, store.load_run(args.run_id).labels)
+        prices = prices_for(args)
         request, decision = decide_pending(
             store,
             args.run_id,
@@ -388,15 +391,11 @@ def _cmd_demo(args: argparse.Namespace, console: Console) -> int:
     console.print(f"project: {folder / 'project'}\ncontract: {contract_path}\n")
     use_this_python()
     with Store.open(args.store) as store:
+        labels = launch_labels(args) if args.provider else replay_label(CASSETTE)
         result = _drive(
             console,
-            lambda report: run(
-                contract,
-                provider,
-                store=store,
-                observer=report,
-                prices=prices,
-                labels=launch_labels(args) if args.provider else replay_label(CASSETTE),
+            lambda report: Harness(provider, store=store, observer=report, prices=prices).run(
+                contract, labels=labels
             ),
         )
     return _finish(console, result, args)

@@ -1,14 +1,14 @@
-"""What a command runs with: the provider and prices given, or those a run was started with.
+"""What a command runs with: the provider given, or the one a run was started with.
 
-``ioh run`` stores its ``--provider`` specs and ``--prices`` file as labels of
-the run, so ``ioh resume``, ``approve`` and ``deny`` need no flags to go on.
+``ioh run`` stores its ``--provider`` specs as a label of the run (and every
+run stores its prices), so ``ioh resume``, ``approve`` and ``deny`` need no
+flags to go on.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping
 from pathlib import Path
 
 from io_harness.errors import ConfigError
@@ -18,7 +18,6 @@ from io_harness.providers._spec import provider_from_specs
 from io_harness.store import Store
 
 __all__ = [
-    "PRICES_LABEL",
     "PROVIDER_LABEL",
     "STORED",
     "launch_labels",
@@ -29,17 +28,13 @@ __all__ = [
 
 PROVIDER_LABEL = "ioh.provider"
 """The label that keeps the provider specs a run was started with (a JSON list)."""
-PRICES_LABEL = "ioh.prices"
 STORED = " (default: what the run was started with)"
 """The help text's note on a flag whose default is stored with the run."""
 
 
-def prices_for(
-    args: argparse.Namespace, labels: Mapping[str, str] | None = None
-) -> PriceTable | None:
-    """The price table of ``--prices``, else the one the run was started with."""
-    path = args.prices or (labels or {}).get(PRICES_LABEL)
-    return PriceTable.from_toml(path) if path else None
+def prices_for(args: argparse.Namespace) -> PriceTable | None:
+    """The price table of ``--prices`` (a resumed run has its own stored otherwise)."""
+    return PriceTable.from_toml(args.prices) if args.prices else None
 
 
 def launch_labels(args: argparse.Namespace) -> dict[str, str]:
@@ -48,10 +43,7 @@ def launch_labels(args: argparse.Namespace) -> dict[str, str]:
         f"replay:{Path(spec[7:].strip()).absolute()}" if spec.startswith("replay:") else spec
         for spec in (given.strip() for given in args.provider or ())
     ]
-    labels = {PROVIDER_LABEL: json.dumps(specs)} if specs else {}
-    if args.prices:
-        labels[PRICES_LABEL] = str(Path(args.prices).absolute())
-    return labels
+    return {PROVIDER_LABEL: json.dumps(specs)} if specs else {}
 
 
 def stored_provider(args: argparse.Namespace, store: Store) -> Provider | None:

@@ -141,7 +141,7 @@ def _decide(
         decision = Decision.approve(remember=rules, by=by)
     else:
         decision = Decision.deny(reason or "denied by the operator", by=by)
-    store.decide(row.id, decision.model_dump_json(), time.time())
+    store.decide(row.id, decision)
     return request, decision
 
 

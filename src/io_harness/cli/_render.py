@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -26,7 +26,16 @@ from io_harness.observe import (
     Verified,
 )
 from io_harness.pricing import format_money
-from io_harness.store import RunSummary, Trace
+from io_harness.store import (
+    PermissionTrace,
+    ProviderCallTrace,
+    RunSummary,
+    SandboxEventTrace,
+    StepTrace,
+    ToolCallTrace,
+    Trace,
+    VerificationTrace,
+)
 
 __all__ = ["LiveReport", "render_result", "render_runs", "render_trace"]
 
@@ -37,11 +46,6 @@ def _one_line(text: str, limit: int = _SHOWN) -> str:
     first = text.strip().splitlines()[0] if text.strip() else ""
     more = len(text.strip()) > len(first) or len(first) > limit
     return escape(first[:limit] + (" ..." if more else ""))
-
-
-def _last_line(text: str, limit: int = 70) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return escape(lines[-1][:limit]) if lines else ""
 
 
 def _when(epoch: float | None) -> str:
@@ -166,39 +170,32 @@ def render_trace(trace: Trace) -> RenderableType:
             f"{sandbox_line(trace)}"
         )
     )
-    by_step: dict[int, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    tables = ("steps", "provider_calls", "permissions", "tool_calls", "verifications")
-    for table in (*tables, "sandbox_events"):
-        for row in getattr(trace, table):
-            by_step[row["step"]][table].append(row)
     texts = dict(_assistant_texts(trace))
-    for step in sorted(by_step):
-        rows = by_step[step]
-        lines = [_step_heading(step, rows)]
+    for step, rows in sorted(_by_step(trace).items()):
+        lines = [_step_heading(step, rows.steps)]
         if texts.get(step):
             lines.append(f"  [dim]model:[/] {_one_line(texts[step])}")
-        for attempt in rows["provider_calls"]:
-            if attempt["error_kind"]:
+        for attempt in rows.provider_calls:
+            if attempt.error_kind:
                 lines.append(
-                    f"  [red]provider attempt {attempt['attempt']} failed:[/] "
-                    f"{escape(attempt['provider'])}: {escape(attempt['error_kind'])}: "
-                    f"{_one_line(attempt['error_message'] or '')}"
+                    f"  [red]provider attempt {attempt.attempt} failed:[/] "
+                    f"{escape(attempt.provider)}: {escape(attempt.error_kind)}: "
+                    f"{_one_line(attempt.error_message or '')}"
                 )
             else:
                 lines.append(f"  [dim]answered by {_answer_line(attempt)}[/]")
-        lines.extend(_permission_lines(rows["permissions"]))
-        for call in rows["tool_calls"]:
-            mark = "[red]error[/]" if call["is_error"] else "[green]ok[/]"
+        lines.extend(_permission_lines(rows.permissions))
+        for call in rows.tool_calls:
+            mark = "[red]error[/]" if call.is_error else "[green]ok[/]"
             lines.append(
-                f"  {mark} {escape(call['name'])}({escape(_arguments(call['arguments']))}) "
-                f"-> {_one_line(call['result'], 70)}"
+                f"  {mark} {escape(call.name)}({escape(_arguments(call.arguments))}) "
+                f"-> {_one_line(call.result, 70)}"
             )
-        for check in rows["verifications"]:
-            verdict = "[green]PASS[/]" if check["passed"] else "[red]FAIL[/]"
-            trigger = check["trigger"].replace("_", " ")
-            summary = json.loads(check["result"]).get("summary") or _last_line(check["output"])
-            lines.append(f"  check ({escape(trigger)}): {verdict} {escape(summary)}")
-        lines.extend(cap_lines(rows["sandbox_events"]))
+        for check in rows.verifications:
+            verdict = "[green]PASS[/]" if check.passed else "[red]FAIL[/]"
+            trigger = check.trigger.replace("_", " ")
+            lines.append(f"  check ({escape(trigger)}): {verdict} {escape(check.summary)}")
+        lines.extend(cap_lines(rows.sandbox_events))
         parts.append(Text.from_markup("\n".join(lines)))
     if trace.sandbox_events:
         parts.append(Text.from_markup(sandbox_counts(trace.sandbox_events)))
@@ -206,39 +203,72 @@ def render_trace(trace: Trace) -> RenderableType:
     return Group(*parts)
 
 
-def _permission_lines(rows: list[dict[str, Any]]) -> list[str]:
+@dataclass
+class _StepRows:
+    """One step's rows of every table ``ioh show`` reports."""
+
+    steps: list[StepTrace] = field(default_factory=list)
+    provider_calls: list[ProviderCallTrace] = field(default_factory=list)
+    permissions: list[PermissionTrace] = field(default_factory=list)
+    tool_calls: list[ToolCallTrace] = field(default_factory=list)
+    verifications: list[VerificationTrace] = field(default_factory=list)
+    sandbox_events: list[SandboxEventTrace] = field(default_factory=list)
+
+
+def _by_step(trace: Trace) -> dict[int, _StepRows]:
+    steps: dict[int, _StepRows] = {}
+
+    def rows(step: int) -> _StepRows:
+        return steps.setdefault(step, _StepRows())
+
+    for s in trace.steps:
+        rows(s.step).steps.append(s)
+    for attempt in trace.provider_calls:
+        rows(attempt.step).provider_calls.append(attempt)
+    for permission in trace.permissions:
+        rows(permission.step).permissions.append(permission)
+    for call in trace.tool_calls:
+        rows(call.step).tool_calls.append(call)
+    for check in trace.verifications:
+        rows(check.step).verifications.append(check)
+    for event in trace.sandbox_events:
+        rows(event.step).sandbox_events.append(event)
+    return steps
+
+
+def _permission_lines(rows: list[PermissionTrace]) -> list[str]:
     """The gate's decisions in a step; plain allows are counted, not listed."""
     lines = []
     allowed = 0
     for row in rows:
-        if row["decision"] == "allowed" and row["decided_by"] == "policy":
+        if row.decision == "allowed" and row.decided_by == "policy":
             allowed += 1
             continue
-        colour = "green" if row["decision"] == "approved" else "yellow"
+        colour = "green" if row.decision == "approved" else "yellow"
         why = (
-            f"rule '{row['rule']}' in layer '{row['layer']}'"
-            if row["rule"]
-            else f"the default for {row['act']}"
+            f"rule '{row.rule}' in layer '{row.layer}'"
+            if row.rule
+            else f"the default for {row.act}"
         )
-        by = f" by {row['decided_by']}" if row["decided_by"] != "policy" else ""
-        reason = f": {row['reason']}" if row["reason"] else ""
+        by = f" by {row.decided_by}" if row.decided_by != "policy" else ""
+        reason = f": {row.reason}" if row.reason else ""
         lines.append(
-            f"  [{colour}]{escape(row['decision'])}{escape(by)}[/] {escape(row['act'])} "
-            f"{escape(row['target'])} ({escape(why)}){escape(reason)}"
+            f"  [{colour}]{escape(row.decision)}{escape(by)}[/] {escape(row.act)} "
+            f"{escape(row.target)} ({escape(why)}){escape(reason)}"
         )
     if allowed:
         lines.append(f"  [dim]policy allowed {allowed} act{'s' if allowed != 1 else ''}[/]")
     return lines
 
 
-def _answer_line(attempt: dict[str, Any]) -> str:
-    model = attempt.get("served_model") or attempt["model"]
-    parts = [f"{escape(attempt['provider'])} ({escape(model)})"]
-    if attempt.get("finish_reason"):
-        parts.append(f"finish {escape(attempt['finish_reason'])}")
-    if attempt.get("time_to_first_token") is not None:
-        parts.append(f"first token {attempt['time_to_first_token']:.2f} s")
-    cost = attempt.get("cost_micros")
+def _answer_line(attempt: ProviderCallTrace) -> str:
+    model = attempt.served_model or attempt.model
+    parts = [f"{escape(attempt.provider)} ({escape(model)})"]
+    if attempt.finish_reason:
+        parts.append(f"finish {escape(attempt.finish_reason)}")
+    if attempt.time_to_first_token is not None:
+        parts.append(f"first token {attempt.time_to_first_token:.2f} s")
+    cost = attempt.cost_micros
     parts.append("unpriced" if cost is None else f"cost {format_money(cost)}")
     return ", ".join(parts)
 
@@ -249,13 +279,13 @@ def _assistant_texts(trace: Trace) -> list[tuple[int, str]]:
     return [(n, m.text) for n, m in enumerate(assistants, start=1)]
 
 
-def _step_heading(step: int, rows: dict[str, list[dict[str, Any]]]) -> str:
-    if not rows["steps"]:
+def _step_heading(step: int, rows: list[StepTrace]) -> str:
+    if not rows:
         return f"[bold]after step {step - 1}[/]"
-    row = rows["steps"][0]
-    tokens = row["input_tokens"] + row["output_tokens"]
+    row = rows[0]
     return (
-        f"[bold]step {step}[/]  {tokens:,} tokens  {row['finished_at'] - row['started_at']:.2f} s"
+        f"[bold]step {step}[/]  {row.usage.total_tokens:,} tokens  "
+        f"{row.finished_at - row.started_at:.2f} s"
     )
 
 

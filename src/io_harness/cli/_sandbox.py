@@ -6,19 +6,19 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from io_harness.cli._text import escape
-from io_harness.loop import DEFAULT_SANDBOX, SandboxChoice
+from io_harness.loop import DEFAULT_SANDBOX, NO_SANDBOX, SandboxChoice
 from io_harness.sandbox import BackendReport, SandboxConfig, SandboxError, probe, select
 from io_harness.sandbox._cgroups import cgroups_report
 
 if TYPE_CHECKING:
-    from io_harness.store import Trace
+    from io_harness.store import SandboxEventTrace, Trace
 
 __all__ = [
     "cap_lines",
@@ -41,7 +41,7 @@ def with_sandbox(sub: argparse.ArgumentParser) -> None:
 
 
 def sandbox_choice(args: argparse.Namespace, console: Console) -> SandboxChoice:
-    """``None`` under ``--no-sandbox`` (said loudly), else the default selection."""
+    """``NO_SANDBOX`` under ``--no-sandbox`` (said loudly), else the default selection."""
     if not args.no_sandbox:
         return DEFAULT_SANDBOX
     console.print(
@@ -50,7 +50,7 @@ def sandbox_choice(args: argparse.Namespace, console: Console) -> SandboxChoice:
         "processes, the network open, every file you can write writable",
         soft_wrap=True,
     )
-    return None
+    return NO_SANDBOX
 
 
 def cmd_doctor(args: argparse.Namespace, console: Console) -> int:
@@ -74,44 +74,35 @@ def sandbox_line(trace: Trace) -> str:
     record = trace.sandbox
     if record is None:
         return "sandbox: [dim]not recorded (a run stored before sandboxes were)[/]"
-    backend, why = str(record.get("backend")), str(record.get("why") or "")
-    if backend == "none":
-        return f"sandbox: [bold yellow]none[/] ({escape(why)})"
-    return f"sandbox: [bold]{escape(backend)}[/] ({escape(why)})"
+    if record.backend == "none":
+        return f"sandbox: [bold yellow]none[/] ({escape(record.why)})"
+    return f"sandbox: [bold]{escape(record.backend)}[/] ({escape(record.why)})"
 
 
-def cap_lines(rows: list[dict[str, Any]]) -> list[str]:
+def cap_lines(rows: Sequence[SandboxEventTrace]) -> list[str]:
     """A step's cap hits: which command, which cap."""
     lines = []
     argv: dict[str, str] = {}
     for row in rows:
-        detail = _detail(row)
-        if row["kind"] == "exec" and isinstance(detail.get("argv"), list):
-            argv[row["call_id"]] = " ".join(str(a) for a in detail["argv"])
-        if row["kind"] == "cap_hit":
+        detail = row.detail
+        if row.kind == "exec" and isinstance(detail.get("argv"), list):
+            argv[row.call_id] = " ".join(str(a) for a in detail["argv"])
+        if row.kind == "cap_hit":
             cap = detail.get("cap") or json.dumps(detail)
-            by = f"exec call {row['call_id']}" if row["call_id"] else "the check"
-            command = argv.get(row["call_id"], "")
+            by = f"exec call {row.call_id}" if row.call_id else "the check"
+            command = argv.get(row.call_id, "")
             lines.append(
-                f"  [red]cap hit:[/] {escape(str(cap))} ({escape(by)} in {escape(row['backend'])})"
+                f"  [red]cap hit:[/] {escape(str(cap))} ({escape(by)} in {escape(row.backend)})"
                 + (f": {_first_line(command)}" if command else "")
             )
     return lines
 
 
-def _detail(row: dict[str, Any]) -> dict[str, Any]:
-    try:
-        detail = json.loads(row["detail"])
-    except (TypeError, json.JSONDecodeError):
-        return {}
-    return detail if isinstance(detail, dict) else {}
-
-
-def sandbox_counts(rows: tuple[dict[str, Any], ...]) -> str:
+def sandbox_counts(rows: Sequence[SandboxEventTrace]) -> str:
     """The run's sandbox events counted by kind, in the order they first happened."""
     counts: dict[str, int] = {}
     for row in rows:
-        counts[row["kind"]] = counts.get(row["kind"], 0) + 1
+        counts[row.kind] = counts.get(row.kind, 0) + 1
     listed = ", ".join(f"{n} {escape(kind)}" for kind, n in counts.items())
     colour = "red" if "cap_hit" in counts else "dim"
     return f"[{colour}]sandbox events: {listed}[/]"

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from io_harness.contract import TaskContract
 from io_harness.messages import Message
+from io_harness.tools._skills import Skill, skills_catalogue
 from io_harness.verify import VerificationResult
 
 __all__ = ["FEEDBACK_CHARS", "clip_tail", "failing_check_message", "system_prompt", "task_message"]
@@ -14,13 +15,19 @@ FEEDBACK_CHARS = 8000
 """How much of a failing check's output the model is shown: the end, where summaries are."""
 
 
-def system_prompt(contract: TaskContract, tool_names: Sequence[str]) -> str:
-    """The system prompt of a run: role, subject, tools, success condition, constraints."""
+def system_prompt(
+    contract: TaskContract, tool_names: Sequence[str], skills: Sequence[Skill] = ()
+) -> str:
+    """The system prompt of a run: role, subject, tools, skills, success condition, constraints.
+
+    Skills appear as a catalogue of names and descriptions; ``read_skill``
+    reads a body when the model wants it.
+    """
     if contract.mode == "file":
         assert contract.path is not None
         subject = (
-            f"You work on one file, `{contract.path.name}`. The tools read and write that "
-            "file only."
+            f"You work on one file, `{contract.path.name}`. The file tools read and write "
+            "that file only."
         )
     else:
         subject = (
@@ -32,8 +39,10 @@ def system_prompt(contract: TaskContract, tool_names: Sequence[str]) -> str:
         "task is done: the run succeeds only when the success condition below holds.",
         subject,
         f"Your tools: {', '.join(tool_names)}.",
-        f"Success condition: {contract.verify.describe()}",
     ]
+    if skills:
+        parts.append(skills_catalogue(skills))
+    parts.append(f"Success condition: {contract.verify.describe()}")
     if contract.constraints:
         parts.append("Constraints:\n" + "\n".join(f"- {c}" for c in contract.constraints))
     parts.append(
@@ -44,9 +53,11 @@ def system_prompt(contract: TaskContract, tool_names: Sequence[str]) -> str:
     return "\n\n".join(parts)
 
 
-def task_message(contract: TaskContract) -> Message:
-    """The first user message: the goal."""
-    return Message.user(contract.goal)
+def task_message(contract: TaskContract, notes: str | None = None) -> Message:
+    """The first user message: the goal, then the notes remembered in this workspace, if any."""
+    if notes is None:
+        return Message.user(contract.goal)
+    return Message.user(f"{contract.goal}\n\n{notes}")
 
 
 def clip_tail(text: str, limit: int) -> str:

@@ -74,7 +74,7 @@ class Deferrals:
         def mark() -> None:
             decided = self.gate.decision_on(request.call_id, request.act, request.target)
             decision = decided or Decision.approve(by="nobody: the policy no longer asked")
-            store.mark_performing(loaded, decision.model_dump_json(), time.time())
+            store.mark_performing(loaded, decision)
 
         return mark
 

@@ -268,6 +268,9 @@ class Engine:
                     result=done.content,
                     is_error=done.is_error,
                     changed=done.changed,
+                    kind=self.toolbox.kind_of(call.name),
+                    duration=done.duration,
+                    error=done.error,
                 )
             )
             events.append(
@@ -280,6 +283,7 @@ class Engine:
                     result=done.content,
                     is_error=done.is_error,
                     changed=done.changed,
+                    tool_kind=self.toolbox.kind_of(call.name),
                 )
             )
         record.messages.append(progress.assistant)

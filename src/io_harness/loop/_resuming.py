@@ -12,9 +12,10 @@ from io_harness.policy._approval import ApprovalRequest, Approver, Decision
 from io_harness.policy._gate import Access, Gate, remembered_from_json
 from io_harness.policy._policy import Policy
 from io_harness.policy._rules import Effect
+from io_harness.pricing import PriceTable
 from io_harness.store._records import StoredRun
 
-__all__ = ["decision_for", "stored_contract", "stored_gate"]
+__all__ = ["decision_for", "stored_contract", "stored_gate", "stored_prices"]
 
 
 def stored_contract(stored: StoredRun) -> TaskContract:
@@ -25,6 +26,18 @@ def stored_contract(stored: StoredRun) -> TaskContract:
     except ValidationError as exc:
         raise ResumeError(
             f"run {stored.id!r} holds a contract this version cannot read: {exc}"
+        ) from None
+
+
+def stored_prices(stored: StoredRun) -> PriceTable | None:
+    """The price table the run was started with, if it had one."""
+    if stored.prices_json is None:
+        return None
+    try:
+        return PriceTable.from_json(stored.prices_json)
+    except ConfigError as exc:
+        raise ResumeError(
+            f"run {stored.id!r} holds prices this version cannot read: {exc}"
         ) from None
 
 

@@ -1,9 +1,11 @@
 """Which sandbox a run's commands run in, why, and what the trace keeps of it.
 
-``run`` and ``resume`` take ``sandbox=``: left out, the run gets
-``select()`` of the default configuration (a resume: of the configuration the
-run started with); a :class:`SandboxConfig` is selected for; a
-:class:`Sandbox` is used as given; ``None`` opts out (commands run directly).
+A :class:`~io_harness.Harness` takes ``sandbox=``: :data:`DEFAULT_SANDBOX`
+(the default) is ``select()`` of the default configuration (a resume: of the
+configuration the run started with); a :class:`SandboxConfig` is selected
+for; a :class:`Sandbox` is used as given; :data:`NO_SANDBOX` opts out
+(commands run directly, uncontained). ``None`` is refused, since it could mean
+either.
 The choice is made before the first provider call, so a machine that cannot
 give the containment asked for fails the run with a ``SandboxError`` before
 anything happens.
@@ -23,21 +25,33 @@ from io_harness.errors import ConfigError, ResumeError
 from io_harness.sandbox import DIRECT, Sandbox, SandboxConfig, SandboxEvent, select
 from io_harness.store._records import SandboxEventRow
 
-__all__ = ["DEFAULT_SANDBOX", "RunSandbox", "SandboxChoice", "choose_sandbox", "event_rows"]
+__all__ = [
+    "DEFAULT_SANDBOX",
+    "NO_SANDBOX",
+    "RunSandbox",
+    "SandboxChoice",
+    "check_choice",
+    "choose_sandbox",
+    "event_rows",
+]
 
 
-class _Default(enum.Enum):
+class _Choice(enum.Enum):
     SELECT = "select"
+    OFF = "off"
 
     def __repr__(self) -> str:
-        return "DEFAULT_SANDBOX"
+        return "DEFAULT_SANDBOX" if self is _Choice.SELECT else "NO_SANDBOX"
 
 
-DEFAULT_SANDBOX = _Default.SELECT
+DEFAULT_SANDBOX = _Choice.SELECT
 """The default of ``sandbox=``: ``select()`` a backend for the default configuration."""
 
-SandboxChoice = Sandbox | SandboxConfig | None | _Default
-"""What ``run`` and ``resume`` take as ``sandbox=``."""
+NO_SANDBOX = _Choice.OFF
+"""``sandbox=NO_SANDBOX``: commands run directly on this machine, with no containment."""
+
+SandboxChoice = Sandbox | SandboxConfig | _Choice
+"""What a :class:`~io_harness.Harness` takes as ``sandbox=``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,15 +72,33 @@ class RunSandbox:
         return json.dumps({"backend": self.backend, "why": self.why, "config": config})
 
 
+def check_choice(choice: object) -> None:
+    """Raise :class:`ConfigError` unless ``choice`` is something ``sandbox=`` takes."""
+    if not isinstance(choice, _Choice | SandboxConfig | Sandbox):
+        _refuse(choice)
+
+
+def _refuse(choice: object) -> None:
+    if choice is None:
+        raise ConfigError(
+            "sandbox=None could mean the default or none: leave it out (DEFAULT_SANDBOX) "
+            "for containment, or give NO_SANDBOX to run commands uncontained"
+        )
+    raise ConfigError(
+        "sandbox must be DEFAULT_SANDBOX, NO_SANDBOX, a SandboxConfig or a Sandbox, "
+        f"not {type(choice).__name__}"
+    )
+
+
 def choose_sandbox(choice: object, stored_json: str | None = None, run_id: str = "") -> RunSandbox:
     """The sandbox for ``choice`` (see the module); ``stored_json`` is a resumed run's record.
 
     A configuration no backend can give is a ``SandboxError``; a ``choice``
     of the wrong type is a :class:`ConfigError`.
     """
-    if choice is None:
-        return RunSandbox(None, "opted out (sandbox=None): commands run directly, uncontained")
-    if isinstance(choice, _Default):
+    if choice is NO_SANDBOX:
+        return RunSandbox(None, "opted out (NO_SANDBOX): commands run directly, uncontained")
+    if choice is DEFAULT_SANDBOX:
         stored = _stored_config(stored_json, run_id)
         if stored is not None:
             return _selected(stored, "selected for the configuration the run started with")
@@ -75,9 +107,8 @@ def choose_sandbox(choice: object, stored_json: str | None = None, run_id: str =
         return _selected(choice, "selected for the caller's configuration")
     if isinstance(choice, Sandbox):
         return RunSandbox(choice, "given by the caller")
-    raise ConfigError(
-        f"sandbox must be a Sandbox, a SandboxConfig or None, not {type(choice).__name__}"
-    )
+    _refuse(choice)
+    raise AssertionError("unreachable: _refuse raises")
 
 
 def _selected(config: SandboxConfig, how: str) -> RunSandbox:

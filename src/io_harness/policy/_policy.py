@@ -41,10 +41,12 @@ class Policy(CheckedModel):
     anywhere. When ``within`` is set, the stricter of this verdict and the
     bound's verdict is the answer, so nothing here can be wider than the bound.
 
-    Start from :meth:`default` or :meth:`permissive` and build with the
-    methods below; each returns a new policy::
+    A run given no policy is governed by :meth:`permissive` (tools stay in
+    the workspace and commands in the sandbox either way). Start from
+    :meth:`permissive` or :meth:`guarded` and build with the methods below;
+    each returns a new policy::
 
-        Policy.default().layer("app").allow_write("src/*").ask_exec("python")
+        Policy.guarded().layer("app").allow_write("src/*").ask_exec("python")
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -73,7 +75,7 @@ class Policy(CheckedModel):
         return {act: defaults[act] for act in Act}  # one key order, so dumps compare equal
 
     @classmethod
-    def default(cls) -> Policy:
+    def guarded(cls) -> Policy:
         """Read allowed, write and exec asked, net denied; secrets denied to read and write.
 
         The secrets are ``.env``, ``*.pem``, ``*.key``, ``id_rsa`` and
@@ -90,7 +92,7 @@ class Policy(CheckedModel):
 
     @classmethod
     def permissive(cls) -> Policy:
-        """Every act allowed, no layers."""
+        """Every act allowed, no layers: what a run is governed by when given no policy."""
         return cls(defaults=dict.fromkeys(Act, Effect.ALLOW))
 
     @classmethod

@@ -1,7 +1,7 @@
 """Loading a :class:`Policy` from the ``[policy]`` table of a TOML file::
 
     [policy]
-    base = "default"          # or "permissive"; "default" when omitted
+    base = "guarded"          # or "permissive"; "guarded" when omitted
     [policy.defaults]         # optional; replaces the base's defaults it names
     exec = "deny"
     [policy.layers.app]       # named layers, in document order
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["load_policy_file", "load_policy_table"]
 
 _TOP_KEYS = ("base", "defaults", "layers")
-_BASES = ("default", "permissive")
+_BASES = ("guarded", "permissive")
 _ACTS = tuple(act.value for act in Act)
 _EFFECTS = tuple(effect.value for effect in Effect)
 _RULE_KEYS = tuple(f"{effect}_{act}" for effect in _EFFECTS for act in _ACTS)
@@ -55,10 +55,10 @@ def load_policy_table(cls: type[Policy], data: Any, where: str, key: str) -> Pol
     for name in table:
         if name not in _TOP_KEYS:
             raise _error(where, _join(key, name), f"unknown key; the keys are: {_list(_TOP_KEYS)}")
-    base = table.get("base", "default")
+    base = table.get("base", "guarded")
     if base not in _BASES:
         raise _error(where, f"{key}.base", f"expected one of {_list(_BASES)}, not {base!r}")
-    policy = cls.default() if base == "default" else cls.permissive()
+    policy = cls.guarded() if base == "guarded" else cls.permissive()
     if "defaults" in table:
         policy = policy.with_defaults(**_defaults(table["defaults"], where, f"{key}.defaults"))
     layers = _table(table.get("layers", {}), where, f"{key}.layers")

@@ -5,17 +5,16 @@ client (:func:`~io_harness.providers._http.harness_client`), with SDK retries
 off; the answer is read from the raw event stream and mapped to the canonical
 types in :mod:`io_harness.providers._anthropic_wire`. Every failure becomes a
 :class:`~io_harness.errors.ProviderError` with the API key scrubbed out.
+
+The SDK is imported by the first call, not with this module: it takes about a
+second to load, and ``import io_harness`` must not pay for it.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Awaitable
-from typing import Any, cast
-
-import anthropic
-import httpx2
-from anthropic import AsyncAPIResponse, AsyncStream
+from typing import TYPE_CHECKING, Any, cast
 
 from io_harness.errors import ConfigError, ProviderError
 from io_harness.messages import CompletionRequest, CompletionResponse, StreamDelta
@@ -31,6 +30,11 @@ from io_harness.providers._http import (
     provider_error,
 )
 from io_harness.providers._vendor import final_answer, vendor_settings
+
+if TYPE_CHECKING:
+    import anthropic
+    import httpx2
+    from anthropic import AsyncAPIResponse, AsyncStream
 
 __all__ = ["DEFAULT_BASE_URL", "MIN_THINKING_BUDGET", "Anthropic"]
 
@@ -126,6 +130,8 @@ class Anthropic:
         ``error`` event in the stream, a stream that breaks off or never
         finishes, or a body that is not a Messages event stream.
         """
+        from anthropic import AsyncStream
+
         secrets = (self._api_key,)
         assembler = StreamAssembler(model=self.model, secrets=secrets)
         raw: AsyncAPIResponse[Any] | None = None
@@ -169,6 +175,8 @@ class Anthropic:
 
     def _new_client(self) -> tuple[anthropic.AsyncAnthropic, httpx2.AsyncClient]:
         """A new SDK client and the HTTP client under it (one pair per event loop)."""
+        import anthropic
+
         http = harness_client(self.timeout)
         sdk = anthropic.AsyncAnthropic(
             api_key=self._api_key,
@@ -187,6 +195,8 @@ class Anthropic:
     def _error(self, exc: Exception) -> ProviderError:
         # An `error` event mid-stream reaches us as a status error carrying the 200 of
         # the stream's response: type it by the error's own type, not by that status.
+        import anthropic  # loaded by `stream` already
+
         secrets = (self._api_key,)
         if isinstance(exc, anthropic.APIStatusError) and 200 <= exc.status_code < 300:
             return stream_error(exc.body, secrets)

@@ -12,6 +12,9 @@ with that loop, so a provider works across several ``asyncio.run`` calls.
 Every failure an SDK or the transport raises becomes a
 :class:`~io_harness.errors.ProviderError` in :func:`provider_error`, with any
 API key scrubbed from its message before it can reach the store or a cassette.
+
+Nothing here imports an SDK or ``httpx2`` at module import: they load when a
+client is first built, so ``import io_harness`` stays fast.
 """
 
 from __future__ import annotations
@@ -19,16 +22,19 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import sys
 import time
 import weakref
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
-from typing import Generic, TypeVar
-
-import anthropic
-import httpx2
-import openai
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from io_harness.errors import ProviderError, ProviderErrorKind
+
+if TYPE_CHECKING:
+    import anthropic
+    import httpx2
+    import openai
 
 __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
@@ -64,6 +70,8 @@ _SDK = TypeVar("_SDK")
 
 def harness_client(timeout: float = DEFAULT_TIMEOUT_SECONDS) -> httpx2.AsyncClient:
     """The HTTP client a provider's SDK uses: bounded waits, no redirects, no env proxies."""
+    import httpx2
+
     return httpx2.AsyncClient(
         timeout=httpx2.Timeout(timeout, connect=min(timeout, _CONNECT_SECONDS)),
         follow_redirects=False,
@@ -245,33 +253,82 @@ def status_error(
     return ProviderError(kind, message, status=status, retry_after=retry_after)
 
 
+@dataclass(frozen=True)
+class _LoadedErrors:
+    """The exception classes of the SDKs and the transport this process has imported.
+
+    :func:`provider_error` looks only for these. An exception of a module never
+    imported cannot exist, so leaving that module out changes no answer, and it
+    spares importing a whole SDK (about a second) to fail an ``isinstance`` check.
+    """
+
+    status: tuple[type[openai.APIStatusError] | type[anthropic.APIStatusError], ...]
+    timeout: tuple[type[Exception], ...]
+    broken: tuple[type[Exception], ...]
+    connection: tuple[type[openai.APIConnectionError] | type[anthropic.APIConnectionError], ...]
+    transport: tuple[type[Exception], ...]
+    api: tuple[type[openai.APIError] | type[anthropic.APIError], ...]
+
+    @classmethod
+    def now(cls) -> _LoadedErrors:
+        status: list[type[openai.APIStatusError] | type[anthropic.APIStatusError]] = []
+        timeout: list[type[Exception]] = []
+        broken: list[type[Exception]] = []
+        connection: list[type[openai.APIConnectionError] | type[anthropic.APIConnectionError]] = []
+        transport: list[type[Exception]] = []
+        api: list[type[openai.APIError] | type[anthropic.APIError]] = []
+        if "openai" in sys.modules:
+            import openai
+
+            status.append(openai.APIStatusError)
+            timeout.append(openai.APITimeoutError)
+            connection.append(openai.APIConnectionError)
+            api.append(openai.APIError)
+        if "anthropic" in sys.modules:
+            import anthropic
+
+            status.append(anthropic.APIStatusError)
+            timeout.append(anthropic.APITimeoutError)
+            connection.append(anthropic.APIConnectionError)
+            api.append(anthropic.APIError)
+        if "httpx2" in sys.modules:
+            import httpx2
+
+            timeout.append(httpx2.TimeoutException)
+            broken.extend((httpx2.RemoteProtocolError, httpx2.DecodingError, httpx2.SSEError))
+            transport.append(httpx2.TransportError)
+        return cls(
+            status=tuple(status),
+            timeout=tuple(timeout),
+            broken=tuple(broken),
+            connection=tuple(connection),
+            transport=tuple(transport),
+            api=tuple(api),
+        )
+
+
 def provider_error(exc: BaseException, *, secrets: Iterable[str | None] = ()) -> ProviderError:
     """What an exception raised by an SDK or the transport means, as a typed error."""
     if isinstance(exc, ProviderError):
         return exc
     secrets = tuple(secrets)
-    if isinstance(exc, openai.APIStatusError | anthropic.APIStatusError):
+    loaded = _LoadedErrors.now()
+    if isinstance(exc, loaded.status):
         message = body_message(exc.body if exc.body is not None else str(exc), secrets)
         return status_error(exc.status_code, message, dict(exc.response.headers), secrets=secrets)
-    timeouts = openai.APITimeoutError | anthropic.APITimeoutError | httpx2.TimeoutException
-    if isinstance(exc, timeouts):
+    if isinstance(exc, loaded.timeout):
         return ProviderError("timeout", redact(f"the request timed out: {exc}", secrets))
-    broken = httpx2.RemoteProtocolError | httpx2.DecodingError | httpx2.SSEError
-    if isinstance(exc.__cause__, broken) and isinstance(
-        exc, openai.APIConnectionError | anthropic.APIConnectionError
-    ):
+    if isinstance(exc.__cause__, loaded.broken) and isinstance(exc, loaded.connection):
         exc = exc.__cause__  # an SDK wraps a stream that broke off as a connection error
-    if isinstance(exc, broken):
+    if isinstance(exc, loaded.broken):
         return ProviderError(
             "bad_response", redact(f"the response stream broke off or is malformed: {exc}", secrets)
         )
-    if isinstance(
-        exc, openai.APIConnectionError | anthropic.APIConnectionError | httpx2.TransportError
-    ):
+    if isinstance(exc, loaded.connection + loaded.transport):
         cause = exc.__cause__ or exc
         message = f"could not reach the server: {type(cause).__name__}: {cause}"
         return ProviderError("network", redact(message, secrets))
-    if isinstance(exc, openai.APIError | anthropic.APIError):
+    if isinstance(exc, loaded.api):
         # An error the server sent inside an otherwise good stream.
         message = body_message(exc.body if exc.body is not None else str(exc), secrets)
         kind: ProviderErrorKind = "context_overflow" if is_context_overflow(message) else "server"

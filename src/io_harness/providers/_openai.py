@@ -6,16 +6,16 @@ is sent as ``max_completion_tokens`` or ``max_tokens``, extra headers). Every
 call streams, with ``stream_options.include_usage`` so the final chunk
 carries the token counts; the wire mapping lives in
 :mod:`io_harness.providers._openai_wire`.
+
+The SDK is imported by the first call, not with this module: it takes about a
+second to load, and ``import io_harness`` must not pay for it.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping
 from types import MappingProxyType
-from typing import Any, ClassVar, Literal, Self
-
-import httpx2
-import openai
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 from io_harness.errors import ConfigError, ProviderError
 from io_harness.messages import CompletionRequest, CompletionResponse, StreamDelta
@@ -27,6 +27,10 @@ from io_harness.providers._http import (
 )
 from io_harness.providers._openai_wire import ChunkAssembler, wire_messages, wire_tools
 from io_harness.providers._vendor import final_answer, vendor_settings
+
+if TYPE_CHECKING:
+    import httpx2
+    import openai
 
 __all__ = ["PRESETS", "OpenAI", "OpenAICompatible", "OpenRouter"]
 
@@ -128,6 +132,8 @@ class OpenAI:
         :class:`~io_harness.errors.ProviderError` for any failure, including
         a stream that breaks off or ends before the model finished.
         """
+        import openai
+
         assembler = ChunkAssembler(request)
         try:
             client = await self._clients.get(self._new_client)
@@ -170,6 +176,8 @@ class OpenAI:
 
     def _new_client(self) -> tuple[openai.AsyncOpenAI, httpx2.AsyncClient]:
         """A new SDK client and the HTTP client under it (one pair per event loop)."""
+        import openai
+
         http = harness_client(self.timeout)
         client = openai.AsyncOpenAI(
             api_key=self._api_key,

@@ -16,13 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-
-from openai.types.chat import (
-    ChatCompletionAssistantMessageParam,
-    ChatCompletionFunctionToolParam,
-    ChatCompletionMessageFunctionToolCallParam,
-    ChatCompletionMessageParam,
-)
+from typing import TYPE_CHECKING
 
 from io_harness.errors import ProviderError
 from io_harness.messages import (
@@ -40,6 +34,14 @@ from io_harness.messages import (
     Usage,
 )
 from io_harness.providers._vendor import parse_arguments
+
+if TYPE_CHECKING:  # the SDK's types describe the wire; the SDK itself loads with the first call
+    from openai.types.chat import (
+        ChatCompletionAssistantMessageParam,
+        ChatCompletionFunctionToolParam,
+        ChatCompletionMessageFunctionToolCallParam,
+        ChatCompletionMessageParam,
+    )
 
 __all__ = ["ChunkAssembler", "wire_messages", "wire_tools"]
 

@@ -1,4 +1,4 @@
-"""Direct execution: the ``sandbox=None`` opt-out, with no containment at all."""
+"""Direct execution: the ``NO_SANDBOX`` opt-out, with no containment at all."""
 
 from __future__ import annotations
 

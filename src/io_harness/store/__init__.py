@@ -3,8 +3,36 @@
 ``Store.open(path)`` is a SQLite file; ``Store.memory()`` lives in memory.
 """
 
-from io_harness.store._base import Store, Trace
+from io_harness.store._base import Store
 from io_harness.store._records import RunSummary
 from io_harness.store._sqlite import SqliteStore
+from io_harness.store._trace import (
+    ApprovalTrace,
+    EventTrace,
+    MemoryTrace,
+    PermissionTrace,
+    ProviderCallTrace,
+    SandboxChoiceTrace,
+    SandboxEventTrace,
+    StepTrace,
+    ToolCallTrace,
+    Trace,
+    VerificationTrace,
+)
 
-__all__ = ["RunSummary", "SqliteStore", "Store", "Trace"]
+__all__ = [
+    "ApprovalTrace",
+    "EventTrace",
+    "MemoryTrace",
+    "PermissionTrace",
+    "ProviderCallTrace",
+    "RunSummary",
+    "SandboxChoiceTrace",
+    "SandboxEventTrace",
+    "SqliteStore",
+    "StepTrace",
+    "Store",
+    "ToolCallTrace",
+    "Trace",
+    "VerificationTrace",
+]

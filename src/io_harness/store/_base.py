@@ -5,41 +5,24 @@ from __future__ import annotations
 import abc
 import contextlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import BaseModel, ConfigDict
+from typing import TYPE_CHECKING, Literal
 
 from io_harness.errors import StorageError
-from io_harness.messages import Message
+from io_harness.policy._approval import Decision
+from io_harness.store._memory import (
+    DEFAULT_MEMORY_LIMITS,
+    MemoryAuthor,
+    MemoryEntry,
+    MemoryLimits,
+    MemoryLogRow,
+)
 from io_harness.store._records import ApprovalRow, NewRun, RunSummary, StepRecord, StoredRun
+from io_harness.store._trace import Trace
 
 if TYPE_CHECKING:
     from io_harness.store._sqlite import SqliteStore
 
 __all__ = ["Store", "Trace"]
-
-
-class Trace(BaseModel):
-    """Everything stored about one run, row by row, for reports and audits."""
-
-    model_config = ConfigDict(frozen=True)
-
-    run: RunSummary
-    messages: tuple[Message, ...]
-    steps: tuple[dict[str, Any], ...]
-    provider_calls: tuple[dict[str, Any], ...]
-    tool_calls: tuple[dict[str, Any], ...]
-    verifications: tuple[dict[str, Any], ...]
-    events: tuple[dict[str, Any], ...]
-    permissions: tuple[dict[str, Any], ...] = ()
-    """Every verdict of the gate and the decision on it."""
-    approvals: tuple[dict[str, Any], ...] = ()
-    """Every deferred action, pending, decided or done."""
-    sandbox_events: tuple[dict[str, Any], ...] = ()
-    """What the sandbox did for each command: create, exec, cap_hit, destroy."""
-    sandbox: dict[str, Any] | None = None
-    """The sandbox of the run's last start: ``backend``, ``why`` and ``config``
-    (``None``: stored before sandboxes were recorded)."""
 
 
 class Store(abc.ABC):
@@ -100,14 +83,17 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
-    def decide(self, request_id: str, decision_json: str, at: float) -> None:
+    def decide(self, request_id: str, decision: Decision, at: float | None = None) -> None:
         """Store the decision on a deferred action; the next resume performs it.
 
-        An unknown request, or one decided or performed already, is a ConfigError.
+        ``at`` is when it was decided (Unix time; now when left out). An
+        unknown request, or one decided or performed already, is a ConfigError.
         """
 
     @abc.abstractmethod
-    def mark_performing(self, loaded: ApprovalRow, decision_json: str, at: float) -> None:
+    def mark_performing(
+        self, loaded: ApprovalRow, decision: Decision, at: float | None = None
+    ) -> None:
         """Record, in its own transaction, that an approved deferred act is being performed.
 
         The step that performs it marks it done; a resume that finds the mark
@@ -127,6 +113,40 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def trace(self, run_id: str) -> Trace:
         """Every row stored about one run; an unknown id is a ResumeError."""
+
+    @abc.abstractmethod
+    def memory_entries(self, workspace: str) -> list[MemoryEntry]:
+        """The memory of ``workspace`` (its canonical root), oldest write first."""
+
+    @abc.abstractmethod
+    def remember(
+        self,
+        workspace: str,
+        key: str,
+        value: str,
+        *,
+        limits: MemoryLimits = DEFAULT_MEMORY_LIMITS,
+        by: MemoryAuthor | None = None,
+        at: float | None = None,
+    ) -> tuple[MemoryEntry, ...]:
+        """Set ``key`` in ``workspace``'s memory as its newest entry; the entries evicted.
+
+        Past ``limits.entries`` entries or ``limits.total_chars`` characters,
+        the oldest entries are evicted, oldest first, until both caps hold.
+        The set and each eviction are ``memory_log`` rows (``by`` says who),
+        written in the same transaction. A bad key, a relative workspace or a
+        value over ``limits.value_chars`` is a ConfigError and nothing changes.
+        """
+
+    @abc.abstractmethod
+    def forget(
+        self, workspace: str, key: str, *, by: MemoryAuthor | None = None, at: float | None = None
+    ) -> bool:
+        """Remove ``key`` from ``workspace``'s memory; whether it was there (and logged)."""
+
+    @abc.abstractmethod
+    def memory_log(self, run_id: str) -> list[MemoryLogRow]:
+        """Every change to memory ``run_id`` made (sets, forgets, evictions), in order."""
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -6,20 +6,35 @@ import contextlib
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 from io_harness.errors import ConfigError, ResumeError, StorageError
 from io_harness.messages import Message, Usage
+from io_harness.policy._approval import Decision
 from io_harness.store._approvals_sql import (
     APPROVAL_COLUMNS,
     approval_from_row,
     decide,
     mark_performing,
 )
-from io_harness.store._base import Store, Trace
+from io_harness.store._base import Store
 from io_harness.store._lease import FileLeases, MemoryLeases
+from io_harness.store._memory import (
+    DEFAULT_MEMORY_LIMITS,
+    MemoryAuthor,
+    MemoryEntry,
+    MemoryLimits,
+    MemoryLogRow,
+)
+from io_harness.store._memory_sql import (
+    forget_key,
+    memory_entries,
+    memory_log_rows,
+    remember_key,
+)
 from io_harness.store._records import (
     ApprovalRow,
     NewRun,
@@ -29,6 +44,21 @@ from io_harness.store._records import (
 )
 from io_harness.store._schema import MIGRATIONS, SCHEMA_VERSION
 from io_harness.store._step_sql import USAGE_COLUMNS, insert_events, insert_messages, write_step
+from io_harness.store._trace import (
+    ApprovalTrace,
+    EventTrace,
+    MemoryTrace,
+    PermissionTrace,
+    ProviderCallTrace,
+    RecordT,
+    SandboxChoiceTrace,
+    SandboxEventTrace,
+    StepTrace,
+    ToolCallTrace,
+    Trace,
+    VerificationTrace,
+    trace_records,
+)
 
 __all__ = ["SqliteStore"]
 
@@ -181,13 +211,17 @@ class SqliteStore(Store):
         with self._transaction() as db:
             write_step(db, run_id, record)
 
-    def decide(self, request_id: str, decision_json: str, at: float) -> None:
+    def decide(self, request_id: str, decision: Decision, at: float | None = None) -> None:
+        when = time.time() if at is None else at
         with self._transaction() as db:
-            decide(db, request_id, decision_json, at)
+            decide(db, request_id, decision.model_dump_json(), when)
 
-    def mark_performing(self, loaded: ApprovalRow, decision_json: str, at: float) -> None:
+    def mark_performing(
+        self, loaded: ApprovalRow, decision: Decision, at: float | None = None
+    ) -> None:
+        when = time.time() if at is None else at
         with self._transaction() as db:
-            mark_performing(db, loaded, decision_json, at)
+            mark_performing(db, loaded, decision.model_dump_json(), when)
 
     def approvals(self, run_id: str | None = None) -> list[ApprovalRow]:
         where = "status IN ('pending', 'decided', 'performing')"
@@ -200,6 +234,43 @@ class SqliteStore(Store):
             params,
         )
         return [approval_from_row(row) for row in rows]
+
+    # -- memory ------------------------------------------------------------------
+
+    def memory_entries(self, workspace: str) -> list[MemoryEntry]:
+        with self._lock:
+            try:
+                return memory_entries(self._db, workspace)
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot read {self.location}: {exc}") from None
+
+    def remember(
+        self,
+        workspace: str,
+        key: str,
+        value: str,
+        *,
+        limits: MemoryLimits = DEFAULT_MEMORY_LIMITS,
+        by: MemoryAuthor | None = None,
+        at: float | None = None,
+    ) -> tuple[MemoryEntry, ...]:
+        when = time.time() if at is None else at
+        with self._transaction() as db:
+            return remember_key(db, workspace, key, value, limits=limits, by=by, at=when)
+
+    def forget(
+        self, workspace: str, key: str, *, by: MemoryAuthor | None = None, at: float | None = None
+    ) -> bool:
+        when = time.time() if at is None else at
+        with self._transaction() as db:
+            return forget_key(db, workspace, key, by=by, at=when)
+
+    def memory_log(self, run_id: str) -> list[MemoryLogRow]:
+        with self._lock:
+            try:
+                return memory_log_rows(self._db, run_id)
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot read {self.location}: {exc}") from None
 
     # -- reading -----------------------------------------------------------------
 
@@ -287,13 +358,14 @@ class SqliteStore(Store):
         )
         return [self._summary(row_dict(_RUN_COLUMNS, row)) for row in rows]
 
-    def _table(self, table: str, run_id: str, order: str) -> tuple[dict[str, Any], ...]:
-        with self._lock:
-            cursor = self._db.execute(
-                f"SELECT * FROM {table} WHERE run_id = ? ORDER BY {order}", (run_id,)
-            )
-            keys = tuple(d[0] for d in cursor.description)
-            return tuple(row_dict(keys, row) for row in cursor.fetchall())
+    def _records(
+        self, run_id: str, cls: type[RecordT], table: str, order: str
+    ) -> tuple[RecordT, ...]:
+        rows = self._read(
+            f"SELECT {', '.join(cls.columns())} FROM {table} WHERE run_id = ? ORDER BY {order}",
+            (run_id,),
+        )
+        return trace_records(cls, table, run_id, rows)
 
     def trace(self, run_id: str) -> Trace:
         stored = self.load_run(run_id)
@@ -301,16 +373,18 @@ class SqliteStore(Store):
         return Trace(
             run=self._summary(row),
             messages=tuple(stored.messages),
-            steps=self._table("steps", run_id, "step"),
-            provider_calls=self._table("provider_calls", run_id, "step, attempt"),
-            tool_calls=self._table("tool_calls", run_id, "step, seq"),
-            verifications=self._table("verifications", run_id, "step, seq"),
-            events=self._table("events", run_id, "seq"),
-            permissions=self._table("permissions", run_id, "seq"),
-            approvals=self._table("approvals", run_id, "created_at, id"),
-            sandbox_events=self._table("sandbox_events", run_id, "seq"),
-            sandbox=_sandbox(row["sandbox"]),
-        )
+            steps=self._records(run_id, StepTrace, "steps", "step"),
+            provider_calls=self._records(run_id, ProviderCallTrace, "provider_calls",
+                                         "step, attempt"),
+            tool_calls=self._records(run_id, ToolCallTrace, "tool_calls", "step, seq"),
+            verifications=self._records(run_id, VerificationTrace, "verifications", "step, seq"),
+            events=self._records(run_id, EventTrace, "events", "seq"),
+            permissions=self._records(run_id, PermissionTrace, "permissions", "seq"),
+            approvals=self._records(run_id, ApprovalTrace, "approvals", "created_at, id"),
+            sandbox_events=self._records(run_id, SandboxEventTrace, "sandbox_events", "seq"),
+            sandbox=SandboxChoiceTrace.from_json(row["sandbox"]),
+            memory=self._records(run_id, MemoryTrace, "memory_log", "seq"),
+        )  # fmt: skip
 
 
 def _labels(text: str | None) -> dict[str, str]:
@@ -319,14 +393,6 @@ def _labels(text: str | None) -> dict[str, str]:
     except json.JSONDecodeError:
         return {"(unreadable)": text or ""}
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
-
-
-def _sandbox(text: str | None) -> dict[str, Any] | None:
-    try:
-        value = json.loads(text) if text else None
-    except json.JSONDecodeError:
-        return {"backend": "(unreadable)", "why": text or ""}
-    return value if isinstance(value, dict) else None
 
 
 def _statements(script: str) -> Iterator[str]:

@@ -6,8 +6,10 @@ never raises.
 """
 
 from io_harness.tools._base import Args, HarnessTool, ToolFailure, ToolOutcome
+from io_harness.tools._caller import Tool, Toolbox
 from io_harness.tools._exec import ExecTool
 from io_harness.tools._files import workspace_tools
+from io_harness.tools._function import tool
 from io_harness.tools._run_tools import RunTools
 from io_harness.tools._single import single_file_tools
 from io_harness.tools._workspace import SKIPPED_DIRS, PathRefused, Workspace
@@ -19,9 +21,12 @@ __all__ = [
     "HarnessTool",
     "PathRefused",
     "RunTools",
+    "Tool",
     "ToolFailure",
     "ToolOutcome",
+    "Toolbox",
     "Workspace",
     "single_file_tools",
+    "tool",
     "workspace_tools",
 ]

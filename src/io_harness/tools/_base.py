@@ -25,6 +25,7 @@ __all__ = [
     "ToolKind",
     "ToolOutcome",
     "invoke",
+    "schema_without_titles",
     "validated",
 ]
 
@@ -44,6 +45,8 @@ class ToolOutcome:
     """What the sandbox did for the call (``exec``), for the trace."""
     error: str | None = None
     """What went wrong inside the tool (its exception, a timeout), for the trace."""
+    duration: float | None = None
+    """Seconds the tool ran; ``None`` when it did not run (refused, bad arguments)."""
 
 
 class ToolFailure(Exception):
@@ -75,7 +78,7 @@ class HarnessTool(abc.ABC, Generic[A]):
     @property
     def spec(self) -> ToolSpec:
         """How the model is told about this tool."""
-        schema = _strip_titles(self.args.model_json_schema())
+        schema = schema_without_titles(self.args.model_json_schema())
         return ToolSpec(name=self.name, description=self.description, parameters=schema)
 
     @abc.abstractmethod
@@ -99,12 +102,24 @@ class HarnessTool(abc.ABC, Generic[A]):
         return None
 
 
-def _strip_titles(schema: Any) -> Any:
-    # pydantic titles every property; models read the name already, so they are noise.
+_NAME_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
+"""Schema keys whose children are names (a property may be called ``title``)."""
+
+
+def schema_without_titles(schema: Any, *, names: bool = False) -> Any:
+    """The JSON schema without pydantic's ``title`` keys; a property named ``title`` stays.
+
+    pydantic titles every model and property; models read the names already,
+    so the titles are noise in every request.
+    """
     if isinstance(schema, dict):
-        return {k: _strip_titles(v) for k, v in schema.items() if k != "title"}
+        return {
+            key: schema_without_titles(value, names=key in _NAME_MAPS and not names)
+            for key, value in schema.items()
+            if names or key != "title"
+        }
     if isinstance(schema, list):
-        return [_strip_titles(v) for v in schema]
+        return [schema_without_titles(item) for item in schema]
     return schema
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from io_harness.errors import ConfigError
 from io_harness.messages import ToolCall, ToolSpec
 from io_harness.policy._gate import Gate
-from io_harness.tools._base import Args, HarnessTool, ToolOutcome, invoke, validated
+from io_harness.tools._base import Args, HarnessTool, ToolKind, ToolOutcome, invoke, validated
 from io_harness.tools._gated import Authorized, Deferral, ResumePoint, authorize_call
 
 __all__ = ["RunTools"]
@@ -34,6 +35,11 @@ class RunTools:
 
     def __getitem__(self, name: str) -> HarnessTool[Any]:
         return self._tools[name]
+
+    def kind_of(self, name: str) -> ToolKind:
+        """Which kind of tool ``name`` is, for the trace (an unknown name: ``builtin``)."""
+        tool = self._tools.get(name)
+        return tool.kind if tool is not None else "builtin"
 
     def _prepare(self, call: ToolCall) -> tuple[HarnessTool[Any], Args] | ToolOutcome:
         tool = self._tools.get(call.name)
@@ -63,17 +69,24 @@ class RunTools:
             return prepared
         tool, args = prepared
         if gate is None:
-            return await invoke(tool, args)
+            return await _timed(tool, args)
         gate.call_id = call.id
         checked = await authorize_call(gate, call, tool, args, resume_at)
         if not isinstance(checked, Authorized):
             return checked
         if before_invoke is not None:
             before_invoke()
-        done = await invoke(tool, checked.args)
+        done = await _timed(tool, checked.args)
         if checked.rewritten is None:
             return done
         note = f"[the approver changed this call's arguments to {json.dumps(checked.rewritten)}]"
         return dataclasses.replace(
             done, content=f"{note}\n{done.content}", arguments=checked.rewritten
         )
+
+
+async def _timed(tool: HarnessTool[Any], args: Args) -> ToolOutcome:
+    """Run the tool, with how long it took for the trace."""
+    started = time.perf_counter()
+    done = await invoke(tool, args)
+    return dataclasses.replace(done, duration=time.perf_counter() - started)

@@ -1,0 +1,458 @@
+"""The :class:`Harness`: how runs are executed, for as many runs as the caller starts.
+
+A :class:`~io_harness.TaskContract` says what is to be done and is plain
+data; a harness holds the live parts that execute it — the provider, the
+store, the policy and approver, the sandbox, prices, the observer, the
+caller's tools, skills and memory. The module-level :func:`run` and
+:func:`resume` build a harness from the same options and use it once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import Coroutine, Iterable, Mapping
+from pathlib import Path
+from typing import Any, TypedDict, TypeVar, Unpack
+
+from io_harness.contract import TaskContract
+from io_harness.errors import ConfigError, RefusedError, StorageError
+from io_harness.loop import (
+    DEFAULT_SANDBOX,
+    Engine,
+    RunResult,
+    RunSetup,
+    SandboxChoice,
+    build_tools,
+    choose_sandbox,
+    memory_scope,
+)
+from io_harness.loop._context import system_prompt, task_message
+from io_harness.loop._deferral import Resumption
+from io_harness.loop._events import event_row, run_started
+from io_harness.loop._resuming import decision_for, stored_contract, stored_gate, stored_prices
+from io_harness.loop._sandboxing import check_choice
+from io_harness.observe import Observer
+from io_harness.policy._approval import Approver, Decision
+from io_harness.policy._gate import Gate, canonical_argv
+from io_harness.policy._policy import Policy
+from io_harness.policy._rules import Effect
+from io_harness.pricing import PriceTable
+from io_harness.providers import Provider, members_of
+from io_harness.store import Store
+from io_harness.store._records import NewRun
+from io_harness.tools._caller import Tool, Toolbox
+from io_harness.tools._memory import memory_notes
+from io_harness.tools._skills import Skill, discover_skills
+
+__all__ = ["Harness", "HarnessOptions", "resume", "resume_sync", "run", "run_sync"]
+
+T = TypeVar("T")
+
+
+class HarnessOptions(TypedDict, total=False):
+    """The keyword options of :class:`Harness`, as :func:`run` and :func:`resume` take them."""
+
+    store: Store | None
+    policy: Policy | None
+    approver: Approver | None
+    sandbox: SandboxChoice
+    prices: PriceTable | None
+    observer: Observer | None
+    tools: Toolbox | Iterable[Tool] | None
+    skills: str | Path | None
+    memory: bool
+
+
+class Harness:
+    """How runs are executed: one harness serves many runs, one after another or at once.
+
+    - ``provider``: the model (any :class:`~io_harness.Provider`).
+    - ``store``: where runs live; an in-memory store when omitted, kept for
+      the harness's life so its runs can be resumed and listed.
+    - ``policy``: governs every act of the agent's tools and the criterion;
+      :meth:`Policy.permissive` when omitted (tools stay in the workspace and
+      commands in the sandbox either way). It is stored with each run.
+    - ``approver``: decides what the policy asks about; without one an ask
+      defers the run (``AWAITING_APPROVAL``) until :meth:`resume` is given a
+      decision, in any later process.
+    - ``sandbox``: where commands run — :data:`DEFAULT_SANDBOX` (the backend
+      ``select()`` finds), a :class:`~io_harness.SandboxConfig` to select for,
+      a :class:`~io_harness.Sandbox`, or :data:`NO_SANDBOX` (uncontained).
+    - ``prices``: a :class:`PriceTable` to count spend (needed by a contract
+      with ``budget.max_cost``); stored with each run, so a resume needs none.
+    - ``observer``: receives each :data:`~io_harness.RunEvent`.
+    - ``tools``: the caller's own tools (:class:`Tool` objects or ``@tool``
+      functions, or a :class:`Toolbox`), offered beside the built-ins; each
+      call is an ``exec`` act on the tool's name under the policy.
+    - ``skills``: a folder of skills (see ``docs/skills.md``), added to any
+      folder the contract names.
+    - ``memory``: offer ``remember`` and ``forget``; entries live in the store
+      per workspace and open later runs on it.
+
+    Every mistake in these is a :class:`ConfigError` raised here, before
+    any run starts.
+    """
+
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        store: Store | None = None,
+        policy: Policy | None = None,
+        approver: Approver | None = None,
+        sandbox: SandboxChoice = DEFAULT_SANDBOX,
+        prices: PriceTable | None = None,
+        observer: Observer | None = None,
+        tools: Toolbox | Iterable[Tool] | None = None,
+        skills: str | Path | None = None,
+        memory: bool = False,
+    ) -> None:
+        _check_provider(provider)
+        _check_types(store=store, policy=policy, approver=approver, prices=prices)
+        check_choice(sandbox)
+        if observer is not None and not callable(observer):
+            raise ConfigError(f"observer must be callable, not {type(observer).__name__}")
+        if not isinstance(memory, bool):
+            raise ConfigError(f"memory must be True or False, not {memory!r}")
+        if skills is not None and not isinstance(skills, str | Path):
+            raise ConfigError(f"skills must be a folder's path, not {type(skills).__name__}")
+        self.provider = provider
+        self.store: Store = store if store is not None else Store.memory()
+        self.policy = policy
+        self.approver = approver
+        self.sandbox = sandbox
+        self.prices = prices
+        self.observer = observer
+        self.tools = _toolbox(tools)
+        self.skills = Path(skills).absolute() if skills is not None else None
+        if self.skills is not None:
+            discover_skills((self.skills,))  # a bad folder is said now; each run reads it again
+        self.memory = memory
+
+    def __repr__(self) -> str:
+        return f"Harness({self.provider.name}:{self.provider.model}, store={self.store!r})"
+
+    # -- running -------------------------------------------------------------------
+
+    async def run(
+        self,
+        contract: TaskContract,
+        *,
+        run_id: str | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> RunResult:
+        """Run the agent on ``contract`` until the criterion passes or a budget ends it.
+
+        Every step is committed to the store before the next begins.
+        ``run_id`` names the run (an id already in the store is a
+        :class:`ConfigError`); by default one is generated. ``labels`` are
+        string pairs stored with the run, for the caller's bookkeeping.
+
+        Configuration mistakes raise :class:`ConfigError`, a criterion whose
+        commands the policy does not allow outright raises
+        :class:`RefusedError`, and a sandbox configuration no backend here can
+        give raises :class:`SandboxError` — all before any provider call;
+        everything after is in the returned :class:`RunResult`.
+        """
+        if not isinstance(contract, TaskContract):
+            raise ConfigError(f"contract must be a TaskContract, not {type(contract).__name__}")
+        if run_id is not None and (not isinstance(run_id, str) or not run_id):
+            raise ConfigError(f"run_id must be a non-empty string, not {run_id!r}")
+        contract.check()
+        _check_prices(contract, self.provider, self.prices)
+        labels = _checked_labels(labels)
+        run_id = run_id or new_run_id()
+        policy = self.policy if self.policy is not None else Policy.permissive()
+        gate = Gate(policy, self.approver, goal=contract.goal, run_id=run_id)
+        _check_criterion(contract, gate)
+        folders = tuple(dict.fromkeys(f for f in (self.skills, contract.skills) if f is not None))
+        skills = discover_skills(folders)
+        setup = RunSetup.of(self.tools, folders, self.memory)
+        chosen = choose_sandbox(self.sandbox)
+        store = self.store
+        with store.lease(run_id):
+            started_at = time.time()
+            tools = build_tools(
+                contract,
+                gate,
+                chosen,
+                started_at,
+                caller=self.tools,
+                skills=skills,
+                memory=store if self.memory else None,
+            )
+            notes = (
+                memory_notes(store.memory_entries(memory_scope(contract))) if self.memory else None
+            )
+            started = run_started(run_id, 0, contract, self.provider, resumed=False)
+            store.create_run(
+                NewRun(
+                    id=run_id,
+                    goal=contract.goal,
+                    contract_json=contract.model_dump_json(),
+                    system_prompt=system_prompt(contract, tools.names, skills),
+                    tools_json="[" + ",".join(s.model_dump_json() for s in tools.specs) + "]",
+                    provider=self.provider.name,
+                    model=self.provider.model,
+                    started_at=started_at,
+                    messages=(task_message(contract, notes),),
+                    events=(event_row(started),),
+                    policy_json=policy.model_dump_json(),
+                    labels=labels,
+                    sandbox_json=chosen.record_json(),
+                    prices_json=self.prices.to_json() if self.prices is not None else None,
+                    setup_json=setup.model_dump_json(),
+                )
+            )
+            engine = Engine(
+                contract,
+                self.provider,
+                store,
+                tools,
+                store.load_run(run_id),
+                self.observer,
+                self.prices,
+                gate,
+                chosen,
+            )
+            return await engine.drive(resumed=False)
+
+    async def resume(
+        self,
+        run_id: str,
+        *,
+        decision: Decision | None = None,
+        replace_policy: bool = False,
+    ) -> RunResult:
+        """Continue a run from its last committed step, with the same conversation.
+
+        Completed steps are not repeated; tokens and money already spent still
+        count; wall time counts from the run's start, downtime included. A
+        finished run returns its stored result unchanged; an unknown id is a
+        :class:`ResumeError`.
+
+        The run keeps what it was started with: its policy (a harness whose
+        ``policy`` differs is a :class:`ConfigError` unless
+        ``replace_policy=True`` says the change is meant), its prices (unless
+        this harness has its own), its skills and memory setting, and its
+        sandbox configuration (unless this harness names a sandbox). Its
+        caller tools must be this harness's too: one missing or changed is a
+        :class:`ResumeError` naming it.
+
+        A run ``AWAITING_APPROVAL`` continues with the deferred act:
+        ``decision`` decides it (so does a decision stored earlier with ``ioh
+        approve``, or else the approver is asked); it is performed once, and
+        the rest of its step and the run follow.
+        """
+        if not isinstance(run_id, str) or not run_id:
+            raise ConfigError(f"run_id must be a non-empty string, not {run_id!r}")
+        if decision is not None and not isinstance(decision, Decision):
+            raise ConfigError(f"decision must be a Decision, not {type(decision).__name__}")
+        store = self.store
+        with store.lease(run_id):
+            stored = store.load_run(run_id)
+            if stored.status == "finished":
+                if decision is not None:
+                    raise ConfigError(f"run {run_id!r} has finished; it takes no decision")
+                return RunResult.from_stored(stored)
+            if stored.status == "awaiting" and stored.pending is None:
+                raise StorageError(f"run {run_id!r} is awaiting approval but holds no open request")
+            contract = stored_contract(stored)
+            contract.check()
+            prices = self.prices if self.prices is not None else stored_prices(stored)
+            _check_prices(contract, self.provider, prices)
+            gate, replaced = stored_gate(
+                stored, contract, self.approver, self.policy, replace_policy
+            )
+            resumption = Resumption(stored.pending, decision_for(stored, gate, decision), replaced)
+            _check_criterion(contract, gate)
+            setup = RunSetup.stored(stored)
+            caller = setup.caller_tools_from(self.tools, run_id)
+            skills: tuple[Skill, ...] = discover_skills(setup.skills) if setup.skills else ()
+            chosen = choose_sandbox(self.sandbox, stored.sandbox_json, run_id)
+            tools = build_tools(
+                contract,
+                gate,
+                chosen,
+                stored.started_at,
+                caller=caller,
+                skills=skills,
+                memory=store if setup.memory else None,
+            )
+            engine = Engine(
+                contract, self.provider, store, tools, stored, self.observer, prices, gate, chosen
+            )
+            return await engine.drive(resumed=True, resumption=resumption)
+
+    def run_sync(
+        self,
+        contract: TaskContract,
+        *,
+        run_id: str | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> RunResult:
+        """:meth:`run` for callers without an event loop."""
+        return _sync(self.run(contract, run_id=run_id, labels=labels))
+
+    def resume_sync(
+        self, run_id: str, *, decision: Decision | None = None, replace_policy: bool = False
+    ) -> RunResult:
+        """:meth:`resume` for callers without an event loop."""
+        return _sync(self.resume(run_id, decision=decision, replace_policy=replace_policy))
+
+
+# -- the module-level conveniences -------------------------------------------------
+
+
+async def run(
+    contract: TaskContract,
+    provider: Provider,
+    *,
+    run_id: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    **options: Unpack[HarnessOptions],
+) -> RunResult:
+    """``Harness(provider, **options).run(contract, ...)``: one run, every option of both."""
+    return await Harness(provider, **options).run(contract, run_id=run_id, labels=labels)
+
+
+async def resume(
+    run_id: str,
+    provider: Provider,
+    *,
+    decision: Decision | None = None,
+    replace_policy: bool = False,
+    **options: Unpack[HarnessOptions],
+) -> RunResult:
+    """``Harness(provider, **options).resume(run_id, ...)``; ``store=`` is required here.
+
+    A harness built only to resume needs the store the run is in.
+    """
+    if options.get("store") is None:
+        raise ConfigError("resume needs the store the run is in (store=...)")
+    harness = Harness(provider, **options)
+    return await harness.resume(run_id, decision=decision, replace_policy=replace_policy)
+
+
+def run_sync(
+    contract: TaskContract,
+    provider: Provider,
+    *,
+    run_id: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    **options: Unpack[HarnessOptions],
+) -> RunResult:
+    """:func:`run` for callers without an event loop."""
+    return _sync(run(contract, provider, run_id=run_id, labels=labels, **options))
+
+
+def resume_sync(
+    run_id: str,
+    provider: Provider,
+    *,
+    decision: Decision | None = None,
+    replace_policy: bool = False,
+    **options: Unpack[HarnessOptions],
+) -> RunResult:
+    """:func:`resume` for callers without an event loop."""
+    return _sync(
+        resume(run_id, provider, decision=decision, replace_policy=replace_policy, **options)
+    )
+
+
+# -- checks made before anything runs ----------------------------------------------
+
+
+def new_run_id() -> str:
+    """A fresh run id: its start time, sortable, and a random suffix."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def _sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    coroutine.close()
+    raise ConfigError("called from inside a running event loop; await the async form instead")
+
+
+def _toolbox(tools: object) -> Toolbox:
+    """The caller's tools as a validated :class:`Toolbox`."""
+    if tools is None:
+        return Toolbox()
+    if isinstance(tools, Toolbox):
+        box = tools
+    elif isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Iterable):
+        raise ConfigError(f"tools must be a Toolbox or a list of tools, not {type(tools).__name__}")
+    else:
+        box = Toolbox(tools)
+    box.validate()
+    return box
+
+
+def _check_provider(provider: object) -> None:
+    if not isinstance(provider, Provider):
+        raise ConfigError(
+            f"{type(provider).__name__} is not a Provider: it needs name, model, "
+            "endpoints() and async complete(request)"
+        )
+    for attribute in ("name", "model"):
+        value = getattr(provider, attribute)
+        if not isinstance(value, str) or not value:
+            raise ConfigError(
+                f"the provider's {attribute} must be a non-empty string, not {value!r}"
+            )
+
+
+def _check_types(*, store: object, policy: object, approver: object, prices: object) -> None:
+    """Options of the wrong type are ConfigErrors here, not failures deep in a run."""
+    if store is not None and not isinstance(store, Store):
+        raise ConfigError(f"store must be a Store, not {type(store).__name__}")
+    if policy is not None and not isinstance(policy, Policy):
+        raise ConfigError(f"policy must be a Policy, not {type(policy).__name__}")
+    if approver is not None and not isinstance(approver, Approver):
+        raise ConfigError(
+            f"{type(approver).__name__} is not an Approver: it needs "
+            "async decide(request, context) -> Decision"
+        )
+    if prices is not None and not isinstance(prices, PriceTable):
+        raise ConfigError(f"prices must be a PriceTable, not {type(prices).__name__}")
+
+
+def _check_prices(contract: TaskContract, provider: Provider, prices: PriceTable | None) -> None:
+    """A cost budget needs a price for every model the run may ask."""
+    if contract.budget.max_cost is None:
+        return
+    for member in members_of(provider):
+        if prices is None or prices.price_for(member.model) is None:
+            raise ConfigError(
+                f"the budget has max_cost but {member.name} model {member.model!r} has no "
+                "price; give the harness a PriceTable (ioh: --prices FILE) that prices it"
+            )
+
+
+def _checked_labels(labels: Mapping[str, str] | None) -> dict[str, str]:
+    if labels is None:
+        return {}
+    if not isinstance(labels, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+    ):
+        raise ConfigError("labels must map strings to strings")
+    return dict(labels)
+
+
+def _check_criterion(contract: TaskContract, gate: Gate) -> None:
+    """The criterion cannot ask a person: each command it runs must be allowed outright."""
+    for argv in contract.verify.commands():
+        verdict = gate.check_outright(canonical_argv(argv))
+        if verdict.effect is not Effect.ALLOW:
+            program = argv[0].rsplit("/", 1)[-1]
+            raise RefusedError(
+                f"the criterion runs {argv[0]!r}, but {verdict.describe()}; a check "
+                "cannot wait for approval, so the policy must allow it outright "
+                f"(.allow_exec({program!r}), or allow_exec = [{program!r}] in a "
+                "[policy.layers.NAME] table)"
+            )

@@ -1,0 +1,151 @@
+"""A run's tools: the built-ins its contract asks for, and what its harness supplied.
+
+What a harness supplies that can be stored (its skills folders, whether memory
+is on) is stored with the run as a :class:`RunSetup`, and a resume rebuilds
+the same tools from it. What cannot be stored — a caller's tool is live code —
+is stored as its name and a hash of its spec, and a resume must be given the
+same tool again: one that is missing or changed is a :class:`ResumeError`
+naming it, never a run that silently lost a tool part-way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from io_harness._validation import loading
+from io_harness.contract import TaskContract
+from io_harness.errors import ResumeError
+from io_harness.loop._sandboxing import RunSandbox
+from io_harness.policy._gate import Access, Gate
+from io_harness.policy._rules import Act, Effect
+from io_harness.sandbox import NetCheck
+from io_harness.store import Store
+from io_harness.store._records import StoredRun
+from io_harness.tools import (
+    ExecTool,
+    HarnessTool,
+    RunTools,
+    Workspace,
+    single_file_tools,
+    workspace_tools,
+)
+from io_harness.tools._caller import CallerTool, Toolbox, spec_hash
+from io_harness.tools._memory import ForgetTool, MemoryAuthor, RememberTool
+from io_harness.tools._skills import ReadSkillTool, Skill
+from io_harness.tools._text import remove_partial_writes
+
+__all__ = ["RunSetup", "build_tools", "memory_scope"]
+
+
+class RunSetup(BaseModel):
+    """What a run's harness supplied, as the run stores it (the ``setup`` column)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    caller_tools: dict[str, str] = {}
+    """Each caller tool's name and the sha256 of its spec, in the order offered."""
+    skills: tuple[Path, ...] = ()
+    """The skills folders, absolute."""
+    memory: bool = False
+
+    @classmethod
+    def of(cls, toolbox: Toolbox, skills: tuple[Path, ...], memory: bool) -> RunSetup:
+        """The setup of a new run offering every tool of ``toolbox``."""
+        hashes = {spec.name: spec_hash(spec) for spec in toolbox.specs()}
+        return cls(caller_tools=hashes, skills=skills, memory=memory)
+
+    @classmethod
+    def stored(cls, run: StoredRun) -> RunSetup:
+        """The setup a run was stored with (nothing supplied, for a run stored before it)."""
+        if run.setup_json is None:
+            return cls()
+        try:
+            with loading():
+                return cls.model_validate_json(run.setup_json)
+        except ValidationError as exc:
+            raise ResumeError(
+                f"run {run.id!r} holds a setup this version cannot read: {exc}"
+            ) from None
+
+    def caller_tools_from(self, toolbox: Toolbox, run_id: str) -> Toolbox:
+        """The run's caller tools, taken from the resuming harness's ``toolbox``.
+
+        Only the tools the run started with are offered; a tool the harness
+        lacks, or whose spec has changed, is a :class:`ResumeError`.
+        """
+        kept = Toolbox()
+        for name, digest in self.caller_tools.items():
+            tool = toolbox.get(name)
+            if tool is None:
+                raise ResumeError(
+                    f"run {run_id!r} was started with the caller tool {name!r}, which this "
+                    "harness does not have; resume with a Harness whose tools include it"
+                )
+            if spec_hash(toolbox.spec_of(name)) != digest:
+                raise ResumeError(
+                    f"the caller tool {name!r} has changed since run {run_id!r} started (its "
+                    "name, description or parameters differ); resume with the tool as it was"
+                )
+            kept = kept.with_(tool)
+        return kept
+
+
+def memory_scope(contract: TaskContract) -> str:
+    """Where a run's memory lives: the canonical root of its workspace."""
+    return str(contract.root.resolve())
+
+
+def build_tools(
+    contract: TaskContract,
+    gate: Gate,
+    chosen: RunSandbox,
+    started_at: float,
+    *,
+    caller: Toolbox,
+    skills: tuple[Skill, ...],
+    memory: Store | None,
+) -> RunTools:
+    """The run's tools, after removing what writes cut short by a crash left behind.
+
+    ``memory`` is the store memory lives in, when the run has memory on.
+    """
+    tools: list[HarnessTool[Any]]
+    if contract.mode == "file":
+        assert contract.path is not None
+        remove_partial_writes(contract.root.glob(f".{contract.path.name}.*"))
+        tools = single_file_tools(contract.path)
+    else:
+        workspace = Workspace(contract.root, may_read=gate.readable)
+        remove_partial_writes(workspace.walk())
+        tools = workspace_tools(workspace)
+        if "exec" in contract.tools:
+            wall = contract.budget.max_wall_seconds
+            wall_end = started_at + wall if wall is not None else None
+            tools.append(ExecTool(workspace, chosen.sandbox, wall_end, _net_check(gate)))
+    if skills:
+        tools.append(ReadSkillTool(skills, contract.root.resolve()))
+    if memory is not None:
+
+        def author() -> MemoryAuthor:
+            return MemoryAuthor(run_id=gate.run_id, step=gate.step, call_id=gate.call_id)
+
+        scope = memory_scope(contract)
+        tools += [RememberTool(memory, scope, author), ForgetTool(memory, scope, author)]
+    tools += [CallerTool(tool, caller.spec_of(tool_name)) for tool_name, tool in caller.items()]
+    return RunTools(tools)
+
+
+def _net_check(gate: Gate) -> NetCheck:
+    """Each connection a command makes through the sandbox's proxy is a ``net`` act.
+
+    A command cannot wait for a person mid-connection, so only an outright
+    allow lets it through; the verdict is a trace row of the call.
+    """
+
+    async def check(host: str, port: int) -> bool:
+        return gate.check_outright(Access(Act.NET, f"{host}:{port}")).effect is Effect.ALLOW
+
+    return check

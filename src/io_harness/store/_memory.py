@@ -1,0 +1,124 @@
+"""Durable memory's records: an entry, the caps, who wrote, and a row of its log.
+
+Memory is kept per workspace (its canonical root, a resolved absolute path)
+and outlives runs: a later run on the same workspace starts with it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from io_harness._validation import CheckedModel
+
+__all__ = [
+    "DEFAULT_MEMORY_LIMITS",
+    "KEY_MAX_CHARS",
+    "MemoryAuthor",
+    "MemoryEntry",
+    "MemoryLimits",
+    "MemoryLogRow",
+    "MemoryOp",
+    "memory_key_problem",
+]
+
+KEY_MAX_CHARS = 100
+"""The longest key, in characters."""
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+MemoryOp = Literal["set", "forget", "evict"]
+"""What a change to memory was: a key set, a key forgotten, or the oldest key evicted."""
+
+
+class MemoryEntry(BaseModel):
+    """One remembered note of a workspace: its key, its value, when it was last written."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    value: str
+    updated_at: float
+    """Unix time of the write that set the value."""
+
+
+class MemoryLimits(CheckedModel):
+    """The caps on one workspace's memory.
+
+    A value longer than ``value_chars`` is refused. Past ``entries`` entries
+    or ``total_chars`` characters of values in all, the oldest entries (by
+    write order) are evicted until both caps hold.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    entries: int = Field(64, ge=1)
+    value_chars: int = Field(2000, ge=1)
+    total_chars: int = Field(16000, ge=1)
+
+    @model_validator(mode="after")
+    def _one_value_fits(self) -> MemoryLimits:
+        if self.value_chars > self.total_chars:
+            raise ValueError(
+                f"value_chars ({self.value_chars}) must not exceed total_chars "
+                f"({self.total_chars}): a value that fits must fit in all"
+            )
+        return self
+
+    def describe(self) -> str:
+        """The caps as the model is told them: ``64 entries, 16,000 characters``."""
+        return f"{self.entries:,} entries, {self.total_chars:,} characters"
+
+
+DEFAULT_MEMORY_LIMITS = MemoryLimits()
+"""The caps when none are given: 64 entries, 2,000 characters a value, 16,000 in all."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryAuthor:
+    """Who changed memory: the run, its step and the tool call.
+
+    Changes made from outside a run (``ioh memory forget``) have no author.
+    """
+
+    run_id: str
+    step: int
+    call_id: str
+
+
+class MemoryLogRow(BaseModel):
+    """One change to memory as the trace keeps it (a ``memory_log`` row)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    seq: int
+    """Order of the change among all changes in the store."""
+    workspace: str
+    key: str
+    op: MemoryOp
+    value: str | None
+    """The value set, or the value lost (forgotten or evicted)."""
+    run_id: str | None
+    """``None``: changed from outside a run (``ioh memory forget``)."""
+    step: int | None
+    call_id: str | None
+    at: float
+
+
+def memory_key_problem(key: object) -> str | None:
+    """Why ``key`` cannot name a memory entry, or ``None`` when it can.
+
+    A key is 1 to 100 characters, not all blank, with no control characters (tab and newline
+    included: a key is one line of the notes block).
+    """
+    if not isinstance(key, str) or not key.strip():
+        return "a key must not be empty or blank"
+    if len(key) > KEY_MAX_CHARS:
+        return f"a key is at most {KEY_MAX_CHARS} characters; this one is {len(key):,}"
+    control = _CONTROL.search(key)
+    if control is not None:
+        return f"a key must not contain control characters; this one has {control.group()!r}"
+    return None

@@ -1,0 +1,365 @@
+"""The trace of one run as typed records: one record type per table, one field per column.
+
+Field names are the column names, so a reader of ``store.trace(run_id)`` and
+a reader of the SQLite file speak the same language. JSON columns are decoded
+where the value is what a reader wants (``changed``, ``argv``, ``data``,
+``detail``, an approval's ``request`` and ``decision``); a column that holds
+text as it was sent (a tool call's ``arguments``, a check's ``result``) stays
+text, with a ``parsed_`` property beside it. The run id is left out of each
+row: every row of a trace belongs to its run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from io_harness._validation import loading
+from io_harness.errors import StorageError
+from io_harness.messages import Message, Usage
+from io_harness.policy._approval import ApprovalRequest, Decision
+from io_harness.store._records import RunSummary
+
+if TYPE_CHECKING:
+    from io_harness.verify import VerificationResult
+
+__all__ = [
+    "ApprovalTrace",
+    "EventTrace",
+    "MemoryTrace",
+    "PermissionTrace",
+    "ProviderCallTrace",
+    "RecordT",
+    "SandboxChoiceTrace",
+    "SandboxEventTrace",
+    "StepTrace",
+    "ToolCallTrace",
+    "Trace",
+    "TraceRecord",
+    "VerificationTrace",
+    "trace_records",
+]
+
+
+def _json(value: object) -> object:
+    """A JSON column's text decoded; anything else (a value built in Python) as it is."""
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+class TraceRecord(BaseModel):
+    """One stored row; :meth:`columns` are the columns a store selects for it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @classmethod
+    def columns(cls) -> tuple[str, ...]:
+        """The table's columns this record holds, in field order."""
+        return tuple(cls.model_fields)
+
+
+RecordT = TypeVar("RecordT", bound=TraceRecord)
+
+
+def trace_records(
+    cls: type[RecordT], table: str, run_id: str, rows: Iterable[Sequence[Any]]
+) -> tuple[RecordT, ...]:
+    """Rows of ``table``, selected in ``cls.columns()`` order, as records.
+
+    A row that does not load is a StorageError naming the run and the table.
+    """
+    columns = cls.columns()
+    try:
+        with loading():
+            return tuple(cls.model_validate(dict(zip(columns, row, strict=True))) for row in rows)
+    except ValidationError as exc:
+        raise StorageError(
+            f"run {run_id!r} holds a {table} row that does not load: {exc}"
+        ) from None
+
+
+class StepTrace(TraceRecord):
+    """One committed step (``steps``): when it ran, its token draw and what it cost."""
+
+    step: int
+    started_at: float
+    finished_at: float
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    reasoning_tokens: int
+    cost_micros: int
+    """The step's model calls' priced cost, in micro-units (0: unpriced)."""
+
+    @property
+    def usage(self) -> Usage:
+        """The step's token counts as one :class:`Usage`."""
+        return _usage(self)
+
+
+class ProviderCallTrace(TraceRecord):
+    """One attempt at a model call (``provider_calls``), answered or failed."""
+
+    step: int
+    attempt: int
+    """1 for the first try of the step's call."""
+    provider: str
+    """The provider that was asked (a Fallback's member names itself)."""
+    model: str
+    """The model asked for; ``served_model`` is the one that answered."""
+    started_at: float
+    latency: float
+    """Seconds until the answer (or the failure)."""
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    reasoning_tokens: int
+    finish_reason: str | None
+    error_kind: str | None
+    """The ProviderError kind when the attempt failed; ``None`` when it was answered."""
+    error_status: int | None
+    error_message: str | None
+    served_model: str | None
+    time_to_first_token: float | None
+    """Seconds to the first streamed token; ``None`` when not streamed."""
+    cost_micros: int | None
+    """What the attempt cost, in micro-units; ``None``: its model has no price."""
+
+    @property
+    def usage(self) -> Usage:
+        """The attempt's token counts as one :class:`Usage`."""
+        return _usage(self)
+
+
+class ToolCallTrace(TraceRecord):
+    """One tool call and the observation it produced (``tool_calls``)."""
+
+    step: int
+    seq: int
+    """Order within the step, from 1."""
+    call_id: str
+    name: str
+    arguments: str
+    """The arguments as JSON text; see :attr:`parsed_arguments`."""
+    result: str
+    """The observation the model read."""
+    is_error: bool
+    changed: tuple[str, ...]
+    """The paths the call changed."""
+    kind: str
+    """Which kind of tool answered: ``builtin``, ``caller`` or ``mcp``."""
+    duration: float | None
+    """Seconds the tool ran; ``None`` when it did not run (refused), or stored before v5."""
+    error: str | None
+    """What failed inside the tool: its exception or a timeout."""
+
+    @field_validator("changed", mode="before")
+    @classmethod
+    def _decode(cls, value: object) -> object:
+        return _json(value)
+
+    @property
+    def parsed_arguments(self) -> Any:
+        """The arguments as a JSON value (a dict when the model sent an object)."""
+        return json.loads(self.arguments)
+
+
+class VerificationTrace(TraceRecord):
+    """One check of the criterion (``verifications``)."""
+
+    step: int
+    seq: int
+    """Order within the step, from 1."""
+    trigger: str
+    """What ran it: ``file_changed``, ``turn_ended`` or ``resumed``."""
+    passed: bool
+    criterion: str
+    """The success condition's sentence, as the model was shown it."""
+    summary: str
+    """The verdict in one line."""
+    result: str
+    """The VerificationResult JSON, the check's output included; see :attr:`parsed_result`."""
+    duration: float
+
+    @property
+    def parsed_result(self) -> VerificationResult:
+        """The whole verdict, with what the check saw."""
+        from io_harness.verify import VerificationResult
+
+        return VerificationResult.model_validate_json(self.result)
+
+
+class EventTrace(TraceRecord):
+    """One run event as observers received it (``events``)."""
+
+    seq: int
+    step: int
+    kind: str
+    at: float
+    data: dict[str, Any]
+    """The event's fields."""
+
+    @field_validator("data", mode="before")
+    @classmethod
+    def _decode(cls, value: object) -> object:
+        return _json(value)
+
+
+class PermissionTrace(TraceRecord):
+    """One verdict of the gate and what was decided on it (``permissions``)."""
+
+    seq: int
+    """Order within the run, from 1."""
+    step: int
+    call_id: str
+    """The tool call that asked; ``""`` for the criterion's commands."""
+    act: str
+    """``read``, ``write``, ``exec`` or ``net``."""
+    target: str
+    """The canonical path, program or ``host[:port]``."""
+    argv: tuple[str, ...] | None
+    """The whole command, for an exec."""
+    effect: str
+    """The policy's verdict: ``allow``, ``ask`` or ``deny``."""
+    rule: str | None
+    """The rule that decided; ``None``: the act's default."""
+    layer: str | None
+    decision: str
+    """``allowed``, ``refused``, ``approved``, ``denied``, ``deferred`` or ``skipped``."""
+    decided_by: str
+    """``policy``, ``remembered``, the approver, or who gave a stored decision."""
+    reason: str
+    at: float
+
+    @field_validator("argv", mode="before")
+    @classmethod
+    def _decode(cls, value: object) -> object:
+        return _json(value)
+
+
+class ApprovalTrace(TraceRecord):
+    """An action an approver deferred (``approvals``): pending, decided, performing or done."""
+
+    id: str
+    """The request id ``ioh approve`` and ``resume(decision=...)`` refer to."""
+    step: int
+    status: str
+    """``pending``, ``decided``, ``performing`` or ``done``."""
+    request: ApprovalRequest
+    progress: str
+    """The interrupted step so far, as JSON (the loop's own format)."""
+    decision: Decision | None
+    """The decision once one was stored."""
+    created_at: float
+    decided_at: float | None
+
+    @field_validator("request", "decision", mode="before")
+    @classmethod
+    def _decode(cls, value: object) -> object:
+        return _json(value)
+
+
+class SandboxEventTrace(TraceRecord):
+    """One thing the sandbox did for a command (``sandbox_events``)."""
+
+    seq: int
+    """Order within the run, from 1."""
+    step: int
+    call_id: str
+    """The exec tool call; ``""`` for the criterion's commands."""
+    kind: str
+    """``create``, ``exec``, ``cap_hit``, ``net`` or ``destroy``."""
+    backend: str
+    """The sandbox's name; ``none`` when the command ran directly."""
+    detail: dict[str, Any]
+    """What ``kind`` says: mode and limits, argv and duration, the cap, the connection."""
+    at: float
+
+    @field_validator("detail", mode="before")
+    @classmethod
+    def _decode(cls, value: object) -> object:
+        return _json(value)
+
+
+class MemoryTrace(TraceRecord):
+    """One change the run made to memory (``memory_log``)."""
+
+    seq: int
+    """Order of changes in the store, from 1."""
+    workspace: str
+    """The workspace's canonical root: memory is kept per workspace."""
+    key: str
+    op: str
+    """``set``, ``forget`` or ``evict``."""
+    value: str | None
+    """The value set, or the value lost."""
+    step: int | None
+    """The step whose tool call made the change."""
+    call_id: str | None
+    """The tool call that made the change (an eviction names the set that caused it)."""
+    at: float
+
+
+class SandboxChoiceTrace(BaseModel):
+    """The sandbox of a run's last start or resume (the ``runs.sandbox`` column)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    backend: str
+    """The backend's name; ``none`` when commands ran directly."""
+    why: str = ""
+    """Why this backend: selected for which configuration, given, or opted out."""
+    config: dict[str, Any] | None = None
+    """The SandboxConfig it was selected for, as JSON values; ``None``: none was."""
+
+    @classmethod
+    def from_json(cls, text: str | None) -> SandboxChoiceTrace | None:
+        """The column's record; ``None`` when it is empty (stored before v4).
+
+        Text that does not load is kept as the ``why`` of the backend
+        ``(unreadable)``, so ``ioh show`` still says what was stored.
+        """
+        if not text:
+            return None
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError:
+            return cls(backend="(unreadable)", why=text)
+
+
+class Trace(BaseModel):
+    """Everything stored about one run, row by row, for reports and audits."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run: RunSummary
+    messages: tuple[Message, ...]
+    steps: tuple[StepTrace, ...]
+    provider_calls: tuple[ProviderCallTrace, ...]
+    tool_calls: tuple[ToolCallTrace, ...]
+    verifications: tuple[VerificationTrace, ...]
+    events: tuple[EventTrace, ...]
+    permissions: tuple[PermissionTrace, ...] = ()
+    """Every verdict of the gate and the decision on it."""
+    approvals: tuple[ApprovalTrace, ...] = ()
+    """Every deferred action, pending, decided or done."""
+    sandbox_events: tuple[SandboxEventTrace, ...] = ()
+    """What the sandbox did for each command: create, exec, cap_hit, net, destroy."""
+    sandbox: SandboxChoiceTrace | None = None
+    """The sandbox of the run's last start (``None``: stored before sandboxes were recorded)."""
+    memory: tuple[MemoryTrace, ...] = ()
+    """Every change the run made to memory: set, forget, evict."""
+
+
+def _usage(row: StepTrace | ProviderCallTrace) -> Usage:
+    return Usage(
+        input_tokens=row.input_tokens,
+        output_tokens=row.output_tokens,
+        cache_read_tokens=row.cache_read_tokens,
+        cache_write_tokens=row.cache_write_tokens,
+        reasoning_tokens=row.reasoning_tokens,
+    )
