@@ -224,7 +224,7 @@ async def test_a_command_is_cut_off_where_the_run_s_wall_budget_ends(
     bounded_run = TaskContract.workspace(
         "wait", root, WorkspaceFileContains("marker.txt", "ran"), budget=budget, tools=["exec"]
     )
-    options: dict[str, Any] = {} if sandbox == "default" else {"sandbox": None}
+    options: dict[str, Any] = {} if sandbox == "default" else {"sandbox": NO_SANDBOX}
 
     result = await run(bounded_run, provider, store=store, **options)
 
@@ -359,7 +359,10 @@ async def test_a_sandbox_no_backend_can_give_fails_before_any_provider_call(
 
 
 async def test_a_sandbox_of_the_wrong_type_is_a_config_error(root: Path, store: Store) -> None:
-    with pytest.raises(ConfigError, match="sandbox must be a Sandbox, a SandboxConfig or None"):
+    with pytest.raises(
+        ConfigError,
+        match="sandbox must be DEFAULT_SANDBOX, NO_SANDBOX, a SandboxConfig or a Sandbox",
+    ):
         await run(contract(root), execs(MARK), store=store, sandbox="bubblewrap")  # type: ignore[arg-type]
 
 

@@ -115,8 +115,8 @@ async def test_past_64_entries_the_oldest_is_evicted_and_the_reply_names_it(
     )
     assert keys(store) == [f"k{n}" for n in range(1, 65)]
     evictions = [row for row in store.memory_log("r") if row.op == "evict"]
-    assert [(row.key, row.value, row.run_id, row.step, row.call_id) for row in evictions] == [
-        ("k0", "x", "r", 1, "c")
+    assert [(row.key, row.value, row.step, row.call_id) for row in evictions] == [
+        ("k0", "x", 1, "c")
     ]
 
 
@@ -168,7 +168,7 @@ async def test_a_value_over_2000_characters_is_refused_as_an_observation_stating
     )
     assert "nothing was remembered" in refused.content
     assert keys(store) == []
-    assert store.memory_log("r") == []
+    assert store.memory_log("r") == ()
 
 
 async def test_smaller_limits_are_stated_in_the_tool_schema_and_enforced(store: Store) -> None:
@@ -265,7 +265,7 @@ async def test_deny_write_memory_refuses_remember_and_forget_through_the_gate(
     )
     assert forgotten.is_error and "write memory:kept: deny" in forgotten.content
     assert keys(store) == ["kept"]
-    assert store.memory_log("r") == []
+    assert store.memory_log("r") == ()
     assert [(row.act, row.target, row.decision) for row in gate.take_rows()] == [
         ("write", "memory:notes/k", "refused"),
         ("write", "memory:kept", "refused"),
@@ -285,14 +285,7 @@ async def test_an_allowed_remember_is_a_write_of_memory_key_and_logged_with_its_
         ("write", "memory:notes/k", "allowed")
     ]
     (row,) = store.memory_log("r")
-    assert (row.op, row.key, row.value, row.run_id, row.step, row.call_id) == (
-        "set",
-        "notes/k",
-        "v",
-        "r",
-        3,
-        "c",
-    )
+    assert (row.op, row.key, row.value, row.step, row.call_id) == ("set", "notes/k", "v", 3, "c")
     assert row.workspace == WORKSPACE
 
 

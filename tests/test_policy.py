@@ -571,9 +571,9 @@ def test_from_table_builds_from_a_parsed_table_and_names_where_it_came_from() ->
         ("[policy]\ndefaults = 'deny'", "policy.defaults: expected a table, not a string"),
         (
             "[policy]\nbase = 'lenient'",
-            "policy.base: expected one of default, permissive, not 'lenient'",
+            "policy.base: expected one of guarded, permissive, not 'lenient'",
         ),
-        ("[policy]\nbase = 3", "policy.base: expected one of default, permissive, not 3"),
+        ("[policy]\nbase = 3", "policy.base: expected one of guarded, permissive, not 3"),
         ("[policy]\nrules = []", "policy.rules: unknown key; the keys are: base, defaults, layers"),
         ("[policy]\nlayers = ['app']", "policy.layers: expected a table, not a list"),
         ("[policy.layers]\napp = 'allow'", "policy.layers.app: expected a table of rules"),

@@ -286,12 +286,7 @@ async def test_a_version_3_store_opens_migrates_and_resumes(root: Path, tmp_path
     with Store.open(path) as store:
         provider = ScriptedProvider([reply(calls=[call("exec", argv=MARK)])])
         first = await run(contract(root), provider, store=store, policy=asking)
-    # Take the file back to what version 3 wrote: no sandbox column, no sandbox_events.
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        db.execute("DROP TABLE sandbox_events")
-        db.execute("ALTER TABLE runs DROP COLUMN sandbox")
-        db.execute("PRAGMA user_version = 3")
-        db.commit()
+    _as_version_3(path)
 
     with Store.open(path) as store:
         before = store.trace(first.run_id)
@@ -312,9 +307,14 @@ async def test_a_version_3_store_opens_migrates_and_resumes(root: Path, tmp_path
 
 
 def _as_version_3(path: Path) -> None:
+    """Take the file back to what version 3 wrote: nothing of versions 4 and 5."""
     with contextlib.closing(sqlite3.connect(path)) as db:
-        db.execute("DROP TABLE sandbox_events")
-        db.execute("ALTER TABLE runs DROP COLUMN sandbox")
+        for table in ("memory_log", "memory", "sandbox_events"):
+            db.execute(f"DROP TABLE {table}")
+        for table, column in (("runs", "prices"), ("runs", "setup"), ("runs", "sandbox"),
+                              ("tool_calls", "kind"), ("tool_calls", "duration"),
+                              ("tool_calls", "error")):  # fmt: skip
+            db.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 3")
         db.commit()
 

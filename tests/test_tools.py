@@ -1300,7 +1300,8 @@ async def test_a_tool_that_is_not_a_file_tool_is_checked_as_an_exec_of_its_name(
     assert "exec stamp: deny (rule 'deny exec stamp' in layer 'app')" in refused.content
     assert isinstance(deferred, Deferral) and deferred.request.act is Act.EXEC
     assert deferred.request.target == "stamp" and deferred.request.arguments == {"label": "a"}
-    assert allowed == ToolOutcome("stamped a")
+    assert isinstance(allowed, ToolOutcome) and allowed.content == "stamped a"
+    assert not allowed.is_error and allowed.duration is not None
     assert stamp.labels == ["a"]
 
 

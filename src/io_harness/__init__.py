@@ -96,6 +96,7 @@ from io_harness.sandbox import Sandbox, SandboxConfig, SandboxLimits, SandboxOut
 from io_harness.store import (
     ApprovalTrace,
     EventTrace,
+    MemoryEntry,
     MemoryTrace,
     PermissionTrace,
     ProviderCallTrace,
@@ -158,6 +159,7 @@ __all__ = [
     "HarnessOptions",
     "Layer",
     "McpError",
+    "MemoryEntry",
     "MemoryTrace",
     "Message",
     "Observer",

@@ -134,6 +134,10 @@ class Harness:
     def __repr__(self) -> str:
         return f"Harness({self.provider.name}:{self.provider.model}, store={self.store!r})"
 
+    def _tools_now(self) -> Toolbox:
+        """The caller's tools with their specs asked for again: ``spec()`` is once per run."""
+        return _toolbox(Toolbox(self.tools))
+
     # -- running -------------------------------------------------------------------
 
     async def run(
@@ -169,7 +173,8 @@ class Harness:
         _check_criterion(contract, gate)
         folders = tuple(dict.fromkeys(f for f in (self.skills, contract.skills) if f is not None))
         skills = discover_skills(folders)
-        setup = RunSetup.of(self.tools, folders, self.memory)
+        caller = self._tools_now()
+        setup = RunSetup.of(caller, folders, self.memory)
         chosen = choose_sandbox(self.sandbox)
         store = self.store
         with store.lease(run_id):
@@ -179,7 +184,7 @@ class Harness:
                 gate,
                 chosen,
                 started_at,
-                caller=self.tools,
+                caller=caller,
                 skills=skills,
                 memory=store if self.memory else None,
             )
@@ -269,7 +274,7 @@ class Harness:
             resumption = Resumption(stored.pending, decision_for(stored, gate, decision), replaced)
             _check_criterion(contract, gate)
             setup = RunSetup.stored(stored)
-            caller = setup.caller_tools_from(self.tools, run_id)
+            caller = setup.caller_tools_from(self._tools_now(), run_id)
             skills: tuple[Skill, ...] = discover_skills(setup.skills) if setup.skills else ()
             chosen = choose_sandbox(self.sandbox, stored.sandbox_json, run_id)
             tools = build_tools(

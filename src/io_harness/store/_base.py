@@ -14,10 +14,9 @@ from io_harness.store._memory import (
     MemoryAuthor,
     MemoryEntry,
     MemoryLimits,
-    MemoryLogRow,
 )
 from io_harness.store._records import ApprovalRow, NewRun, RunSummary, StepRecord, StoredRun
-from io_harness.store._trace import Trace
+from io_harness.store._trace import MemoryTrace, Trace
 
 if TYPE_CHECKING:
     from io_harness.store._sqlite import SqliteStore
@@ -145,7 +144,7 @@ class Store(abc.ABC):
         """Remove ``key`` from ``workspace``'s memory; whether it was there (and logged)."""
 
     @abc.abstractmethod
-    def memory_log(self, run_id: str) -> list[MemoryLogRow]:
+    def memory_log(self, run_id: str) -> tuple[MemoryTrace, ...]:
         """Every change to memory ``run_id`` made (sets, forgets, evictions), in order."""
 
     @abc.abstractmethod

@@ -20,7 +20,6 @@ __all__ = [
     "MemoryAuthor",
     "MemoryEntry",
     "MemoryLimits",
-    "MemoryLogRow",
     "MemoryOp",
     "memory_key_problem",
 ]
@@ -87,25 +86,6 @@ class MemoryAuthor:
     run_id: str
     step: int
     call_id: str
-
-
-class MemoryLogRow(BaseModel):
-    """One change to memory as the trace keeps it (a ``memory_log`` row)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    seq: int
-    """Order of the change among all changes in the store."""
-    workspace: str
-    key: str
-    op: MemoryOp
-    value: str | None
-    """The value set, or the value lost (forgotten or evicted)."""
-    run_id: str | None
-    """``None``: changed from outside a run (``ioh memory forget``)."""
-    step: int | None
-    call_id: str | None
-    at: float
 
 
 def memory_key_problem(key: object) -> str | None:

@@ -14,7 +14,6 @@ from io_harness.store._memory import (
     MemoryAuthor,
     MemoryEntry,
     MemoryLimits,
-    MemoryLogRow,
     MemoryOp,
     memory_key_problem,
 )
@@ -22,11 +21,9 @@ from io_harness.store._memory import (
 __all__ = [
     "forget_key",
     "memory_entries",
-    "memory_log_rows",
     "remember_key",
 ]
 
-_LOG_COLUMNS = ("seq", "workspace", "key", "op", "value", "run_id", "step", "call_id", "at")
 
 
 def memory_entries(db: sqlite3.Connection, workspace: str) -> list[MemoryEntry]:
@@ -116,15 +113,6 @@ def forget_key(
     db.execute("DELETE FROM memory WHERE workspace = ? AND key = ?", (workspace, key))
     _log(db, workspace, key, "forget", row[0], by, at)
     return True
-
-
-def memory_log_rows(db: sqlite3.Connection, run_id: str) -> list[MemoryLogRow]:
-    """Every change to memory that ``run_id`` made, in the order it made them."""
-    rows = db.execute(
-        f"SELECT {', '.join(_LOG_COLUMNS)} FROM memory_log WHERE run_id = ? ORDER BY seq",
-        (run_id,),
-    ).fetchall()
-    return [MemoryLogRow(**dict(zip(_LOG_COLUMNS, row, strict=True))) for row in rows]
 
 
 def _log(

@@ -27,12 +27,10 @@ from io_harness.store._memory import (
     MemoryAuthor,
     MemoryEntry,
     MemoryLimits,
-    MemoryLogRow,
 )
 from io_harness.store._memory_sql import (
     forget_key,
     memory_entries,
-    memory_log_rows,
     remember_key,
 )
 from io_harness.store._records import (
@@ -265,12 +263,8 @@ class SqliteStore(Store):
         with self._transaction() as db:
             return forget_key(db, workspace, key, by=by, at=when)
 
-    def memory_log(self, run_id: str) -> list[MemoryLogRow]:
-        with self._lock:
-            try:
-                return memory_log_rows(self._db, run_id)
-            except sqlite3.Error as exc:
-                raise StorageError(f"cannot read {self.location}: {exc}") from None
+    def memory_log(self, run_id: str) -> tuple[MemoryTrace, ...]:
+        return self._records(run_id, MemoryTrace, "memory_log", "seq")
 
     # -- reading -----------------------------------------------------------------
 
@@ -374,8 +368,9 @@ class SqliteStore(Store):
             run=self._summary(row),
             messages=tuple(stored.messages),
             steps=self._records(run_id, StepTrace, "steps", "step"),
-            provider_calls=self._records(run_id, ProviderCallTrace, "provider_calls",
-                                         "step, attempt"),
+            provider_calls=self._records(
+                run_id, ProviderCallTrace, "provider_calls", "step, attempt"
+            ),
             tool_calls=self._records(run_id, ToolCallTrace, "tool_calls", "step, seq"),
             verifications=self._records(run_id, VerificationTrace, "verifications", "step, seq"),
             events=self._records(run_id, EventTrace, "events", "seq"),
@@ -383,8 +378,8 @@ class SqliteStore(Store):
             approvals=self._records(run_id, ApprovalTrace, "approvals", "created_at, id"),
             sandbox_events=self._records(run_id, SandboxEventTrace, "sandbox_events", "seq"),
             sandbox=SandboxChoiceTrace.from_json(row["sandbox"]),
-            memory=self._records(run_id, MemoryTrace, "memory_log", "seq"),
-        )  # fmt: skip
+            memory=self.memory_log(run_id),
+        )
 
 
 def _labels(text: str | None) -> dict[str, str]:
