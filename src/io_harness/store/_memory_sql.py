@@ -25,7 +25,6 @@ __all__ = [
 ]
 
 
-
 def memory_entries(db: sqlite3.Connection, workspace: str) -> list[MemoryEntry]:
     """The entries of ``workspace``, oldest write first."""
     rows = db.execute(
