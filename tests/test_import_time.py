@@ -30,8 +30,13 @@ HEAVY = (
     "rich",
     "yaml",
     "docstring_parser",
+    "pydantic",
+    "asyncio",
 )
+"""``import io_harness`` loads its public names when first used, so none of these."""
 VENDOR = ("anthropic", "openai", "httpx2", "httpx", "mcp", "psycopg", "opentelemetry")
+HELP_UNLOADED = (*VENDOR, "rich", "pydantic", "asyncio")
+"""``ioh --help`` only parses arguments: what a command needs loads when it runs."""
 
 
 def loaded_after(code: str) -> set[str]:
@@ -82,9 +87,22 @@ def test_importing_the_package_leaves_the_module_unloaded(
     assert module not in after_import
 
 
-@pytest.mark.parametrize("module", VENDOR)
+@pytest.mark.parametrize("module", HELP_UNLOADED)
 def test_ioh_help_leaves_the_module_unloaded(module: str, after_help: set[str]) -> None:
     assert module not in after_help
+
+
+def test_every_public_name_loads_from_the_package() -> None:
+    loaded = loaded_after(
+        """
+        import io_harness
+        missing = [n for n in io_harness.__all__ if getattr(io_harness, n, None) is None]
+        assert not missing, missing
+        assert set(io_harness.__all__) <= set(dir(io_harness))
+        """
+    )
+
+    assert "io_harness" in loaded
 
 
 def test_the_vendor_providers_are_built_without_loading_an_sdk() -> None:

@@ -1,6 +1,7 @@
 """io-harness: run an LLM agent from a typed task contract to a verified result.
 
-Everything public is importable from here; other modules are private.
+Everything public is importable from here; other modules are private. Names
+load on first use, so ``import io_harness`` costs almost nothing.
 
     from io_harness import Command, Harness, RunOutcome, Store, TaskContract
 
@@ -16,114 +17,276 @@ Two submodules are public too, each owning what its docstring names:
 ``select``, ``probe``, ``copy_back``).
 """
 
-from io_harness._harness import (
-    Harness,
-    HarnessOptions,
-    resume,
-    resume_sync,
-    run,
-    run_sync,
-)
-from io_harness.contract import Budget, TaskContract
-from io_harness.errors import (
-    ConfigError,
-    HarnessError,
-    McpError,
-    ProviderError,
-    ProviderErrorKind,
-    RefusedError,
-    ResumeError,
-    SandboxError,
-    StorageError,
-)
-from io_harness.loop import DEFAULT_SANDBOX, NO_SANDBOX, RunOutcome, RunResult, SandboxChoice
-from io_harness.messages import (
-    CompletionRequest,
-    CompletionResponse,
-    ContentBlock,
-    FinishReason,
-    Message,
-    Role,
-    StreamDelta,
-    TextBlock,
-    ThinkingBlock,
-    ToolCall,
-    ToolResult,
-    ToolSpec,
-    Usage,
-)
-from io_harness.observe import (
-    AwaitingApproval,
-    Observer,
-    Retrying,
-    RunEvent,
-    RunFinished,
-    RunStarted,
-    StepFinished,
-    TokenStreamed,
-    ToolCalled,
-    Verified,
-)
-from io_harness.policy import (
-    Act,
-    ApprovalContext,
-    ApprovalRequest,
-    ApproveAll,
-    Approver,
-    CallbackApprover,
-    Decision,
-    DenyAll,
-    Effect,
-    Layer,
-    Policy,
-    Rule,
-    StdinApprover,
-    Verdict,
-)
-from io_harness.pricing import Price, PriceTable
-from io_harness.providers import (
-    Anthropic,
-    Fallback,
-    OpenAI,
-    OpenAICompatible,
-    OpenRouter,
-    Provider,
-    Record,
-    Replay,
-    StreamingProvider,
-)
-from io_harness.sandbox import Sandbox, SandboxConfig, SandboxLimits, SandboxOutcome
-from io_harness.store import (
-    ApprovalTrace,
-    EventTrace,
-    MemoryEntry,
-    MemoryTrace,
-    PermissionTrace,
-    ProviderCallTrace,
-    RunSummary,
-    SandboxChoiceTrace,
-    SandboxEventTrace,
-    StepTrace,
-    Store,
-    ToolCallTrace,
-    Trace,
-    VerificationTrace,
-)
-from io_harness.tools import Tool, Toolbox, ToolFailure, tool
-from io_harness.verify import (
-    AllOf,
-    AnyOf,
-    Command,
-    Criterion,
-    FileContains,
-    FileEquals,
-    PytestPasses,
-    PythonCompiles,
-    VerificationResult,
-    WorkspaceFileContains,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from io_harness._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from io_harness._harness import (
+        Harness,
+        HarnessOptions,
+        resume,
+        resume_sync,
+        run,
+        run_sync,
+    )
+    from io_harness.contract import (
+        Budget,
+        TaskContract,
+    )
+    from io_harness.errors import (
+        ConfigError,
+        HarnessError,
+        McpError,
+        ProviderError,
+        ProviderErrorKind,
+        RefusedError,
+        ResumeError,
+        SandboxError,
+        StorageError,
+    )
+    from io_harness.loop import (
+        DEFAULT_SANDBOX,
+        NO_SANDBOX,
+        RunOutcome,
+        RunResult,
+        SandboxChoice,
+    )
+    from io_harness.messages import (
+        CompletionRequest,
+        CompletionResponse,
+        ContentBlock,
+        FinishReason,
+        Message,
+        Role,
+        StreamDelta,
+        TextBlock,
+        ThinkingBlock,
+        ToolCall,
+        ToolResult,
+        ToolSpec,
+        Usage,
+    )
+    from io_harness.observe import (
+        AwaitingApproval,
+        Observer,
+        Retrying,
+        RunEvent,
+        RunFinished,
+        RunStarted,
+        StepFinished,
+        TokenStreamed,
+        ToolCalled,
+        Verified,
+    )
+    from io_harness.policy import (
+        Act,
+        ApprovalContext,
+        ApprovalRequest,
+        ApproveAll,
+        Approver,
+        CallbackApprover,
+        Decision,
+        DenyAll,
+        Effect,
+        Layer,
+        Policy,
+        Rule,
+        StdinApprover,
+        Verdict,
+    )
+    from io_harness.pricing import (
+        Price,
+        PriceTable,
+    )
+    from io_harness.providers import (
+        Anthropic,
+        Fallback,
+        OpenAI,
+        OpenAICompatible,
+        OpenRouter,
+        Provider,
+        Record,
+        Replay,
+        StreamingProvider,
+    )
+    from io_harness.sandbox import (
+        Sandbox,
+        SandboxConfig,
+        SandboxLimits,
+        SandboxOutcome,
+    )
+    from io_harness.store import (
+        ApprovalTrace,
+        EventTrace,
+        MemoryEntry,
+        MemoryTrace,
+        PermissionTrace,
+        ProviderCallTrace,
+        RunSummary,
+        SandboxChoiceTrace,
+        SandboxEventTrace,
+        StepTrace,
+        Store,
+        ToolCallTrace,
+        Trace,
+        VerificationTrace,
+    )
+    from io_harness.tools import (
+        Tool,
+        Toolbox,
+        ToolFailure,
+        tool,
+    )
+    from io_harness.verify import (
+        AllOf,
+        AnyOf,
+        Command,
+        Criterion,
+        FileContains,
+        FileEquals,
+        PytestPasses,
+        PythonCompiles,
+        VerificationResult,
+        WorkspaceFileContains,
+    )
 
 __version__ = "0.1.0"
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "io_harness._harness": (
+        "Harness",
+        "HarnessOptions",
+        "resume",
+        "resume_sync",
+        "run",
+        "run_sync",
+    ),
+    "io_harness.contract": (
+        "Budget",
+        "TaskContract",
+    ),
+    "io_harness.errors": (
+        "ConfigError",
+        "HarnessError",
+        "McpError",
+        "ProviderError",
+        "ProviderErrorKind",
+        "RefusedError",
+        "ResumeError",
+        "SandboxError",
+        "StorageError",
+    ),
+    "io_harness.loop": (
+        "DEFAULT_SANDBOX",
+        "NO_SANDBOX",
+        "RunOutcome",
+        "RunResult",
+        "SandboxChoice",
+    ),
+    "io_harness.messages": (
+        "CompletionRequest",
+        "CompletionResponse",
+        "ContentBlock",
+        "FinishReason",
+        "Message",
+        "Role",
+        "StreamDelta",
+        "TextBlock",
+        "ThinkingBlock",
+        "ToolCall",
+        "ToolResult",
+        "ToolSpec",
+        "Usage",
+    ),
+    "io_harness.observe": (
+        "AwaitingApproval",
+        "Observer",
+        "Retrying",
+        "RunEvent",
+        "RunFinished",
+        "RunStarted",
+        "StepFinished",
+        "TokenStreamed",
+        "ToolCalled",
+        "Verified",
+    ),
+    "io_harness.policy": (
+        "Act",
+        "ApprovalContext",
+        "ApprovalRequest",
+        "ApproveAll",
+        "Approver",
+        "CallbackApprover",
+        "Decision",
+        "DenyAll",
+        "Effect",
+        "Layer",
+        "Policy",
+        "Rule",
+        "StdinApprover",
+        "Verdict",
+    ),
+    "io_harness.pricing": (
+        "Price",
+        "PriceTable",
+    ),
+    "io_harness.providers": (
+        "Anthropic",
+        "Fallback",
+        "OpenAI",
+        "OpenAICompatible",
+        "OpenRouter",
+        "Provider",
+        "Record",
+        "Replay",
+        "StreamingProvider",
+    ),
+    "io_harness.sandbox": (
+        "Sandbox",
+        "SandboxConfig",
+        "SandboxLimits",
+        "SandboxOutcome",
+    ),
+    "io_harness.store": (
+        "ApprovalTrace",
+        "EventTrace",
+        "MemoryEntry",
+        "MemoryTrace",
+        "PermissionTrace",
+        "ProviderCallTrace",
+        "RunSummary",
+        "SandboxChoiceTrace",
+        "SandboxEventTrace",
+        "StepTrace",
+        "Store",
+        "ToolCallTrace",
+        "Trace",
+        "VerificationTrace",
+    ),
+    "io_harness.tools": (
+        "Tool",
+        "Toolbox",
+        "ToolFailure",
+        "tool",
+    ),
+    "io_harness.verify": (
+        "AllOf",
+        "AnyOf",
+        "Command",
+        "Criterion",
+        "FileContains",
+        "FileEquals",
+        "PytestPasses",
+        "PythonCompiles",
+        "VerificationResult",
+        "WorkspaceFileContains",
+    ),
+}
+"""Each public name by the module that owns it; the names are loaded when first used."""
+
 
 __all__ = [
     "DEFAULT_SANDBOX",
@@ -230,3 +393,6 @@ __all__ = [
     "run_sync",
     "tool",
 ]
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

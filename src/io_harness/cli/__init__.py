@@ -1,58 +1,33 @@
 """The ``ioh`` command: run, resume, list and show runs, decide approvals, doctor, the demo.
 
-Errors are one line on stderr and a non-zero exit; ``--debug`` shows the
-traceback instead.
+This module only parses arguments: each command's work is in a module
+imported when the command runs, so ``ioh --help`` costs little more than
+``argparse``. Errors are one line on stderr and a non-zero exit; ``--debug``
+shows the traceback instead.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import importlib
 import sys
-import tempfile
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from io_harness import __version__
-from io_harness._contract_toml import sandbox_config
-from io_harness._demo import CASSETTE, prepare, use_this_python
-from io_harness._harness import Harness
-from io_harness.cli._launch import (
-    STORED,
-    launch_labels,
-    prices_for,
-    replay_label,
-    stored_provider,
-)
-from io_harness.cli._memory import add_memory_commands
-from io_harness.cli._permissions import (
-    APPROVERS,
-    PausedStatus,
-    approver_for,
-    decide_pending,
-    explain_line,
-    policy_for,
-    render_pending,
-    show_console_policy,
-)
-from io_harness.cli._render import LiveReport, render_result, render_runs, render_trace
-from io_harness.cli._sandbox import cmd_doctor, sandbox_choice, with_sandbox
-from io_harness.cli._text import escape
-from io_harness.contract import TaskContract
-from io_harness.errors import ConfigError, HarnessError
-from io_harness.loop import DEFAULT_SANDBOX, RunOutcome, RunResult
-from io_harness.policy import Approver, Policy
-from io_harness.pricing import PriceTable
-from io_harness.providers import SPEC_FORMS, Provider, Replay
-from io_harness.providers._spec import provider_from_specs
-from io_harness.store import SqliteStore, Store
+from io_harness.providers._presets import SPEC_FORMS
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["main"]
 
 DEFAULT_STORE = Path(".ioh") / "runs.db"
+STORED = " (default: what the run was started with)"
+"""The help text's note on a flag whose default is stored with the run."""
+APPROVERS = ("ask", "defer", "deny", "approve-all")
+"""The ``--approve`` choices: ask at the terminal, defer every ask, deny or approve all."""
 EXIT_ERROR = 2
 EXIT_NOT_VERIFIED = 1
 EXIT_AWAITING = 3
@@ -99,6 +74,47 @@ def _with_policy_file(sub: argparse.ArgumentParser) -> None:
     )
 
 
+def _with_sandbox(sub: argparse.ArgumentParser) -> None:
+    """Add ``--no-sandbox`` to a command that drives a run."""
+    sub.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run commands (the criterion's, exec's) directly, with no containment at all",
+    )
+
+
+def _add_memory_commands(commands: Any) -> None:
+    """``ioh memory [--workspace DIR]`` and ``ioh memory forget KEY``.
+
+    Both take ``--store`` and ``--workspace`` (default: the current folder),
+    before or after ``forget``.
+    """
+    memory = commands.add_parser(
+        "memory", help="list the notes runs remembered in a workspace, or forget one"
+    )
+    _with_scope(memory, DEFAULT_STORE, Path())
+    memory.set_defaults(handler="_memory:cmd_memory")
+    what = memory.add_subparsers(dest="memory_command", metavar="WHAT")
+    forget = what.add_parser("forget", help="forget one note")
+    forget.add_argument("key", help="the note's key, as `ioh memory` lists it")
+    # SUPPRESS: a value given before `forget` stands unless given again after it.
+    _with_scope(forget, argparse.SUPPRESS, argparse.SUPPRESS)
+    forget.set_defaults(handler="_memory:cmd_forget")
+
+
+def _with_scope(sub: argparse.ArgumentParser, store: Any, workspace: Any) -> None:
+    sub.add_argument(
+        "--store", type=Path, default=store, help=f"the run store (default: {DEFAULT_STORE})"
+    )
+    sub.add_argument(
+        "--workspace",
+        type=Path,
+        default=workspace,
+        metavar="DIR",
+        help="the workspace whose memory it is (default: the current folder)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ioh",
@@ -119,8 +135,8 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="let the agent remember notes for later runs in the same workspace (ioh memory)",
     )
-    with_sandbox(sub)
-    sub.set_defaults(handler=_cmd_run)
+    _with_sandbox(sub)
+    sub.set_defaults(handler="_commands:cmd_run")
 
     sub = _with_store(commands.add_parser("resume", help="continue a run from its last step"))
     sub.add_argument("run_id")
@@ -132,35 +148,35 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="resume under --policy instead of the policy the run was started with",
     )
-    with_sandbox(sub)
-    sub.set_defaults(handler=_cmd_resume)
+    _with_sandbox(sub)
+    sub.set_defaults(handler="_commands:cmd_resume")
 
     _add_permission_commands(commands)
-    add_memory_commands(commands)
+    _add_memory_commands(commands)
 
     sub = _with_store(commands.add_parser("runs", help="list runs, newest first"))
     sub.add_argument("--limit", type=int, default=20, help="how many (default: 20)")
-    sub.set_defaults(handler=_cmd_runs)
+    sub.set_defaults(handler="_commands:cmd_runs")
 
     sub = _with_store(commands.add_parser("show", help="show one run's trace"))
     sub.add_argument("run_id")
-    sub.set_defaults(handler=_cmd_show)
+    sub.set_defaults(handler="_commands:cmd_show")
 
     sub = commands.add_parser(
         "doctor", help="which sandboxes this machine offers, and which one a run gets"
     )
-    sub.set_defaults(handler=cmd_doctor)
+    sub.set_defaults(handler="_sandbox:cmd_doctor")
 
     sub = _with_store(commands.add_parser("demo", help="run the bundled example offline"))
     sub.add_argument("--dir", type=Path, help="copy the example here (default: a new temp folder)")
     _with_provider(sub, required=False)
-    sub.set_defaults(handler=_cmd_demo)
+    sub.set_defaults(handler="_commands:cmd_demo")
     return parser
 
 
 def _add_permission_commands(commands: Any) -> None:
     sub = _with_store(commands.add_parser("pending", help="list actions awaiting approval"))
-    sub.set_defaults(handler=_cmd_pending)
+    sub.set_defaults(handler="_commands:cmd_pending")
 
     for verb in ("approve", "deny"):
         sub = _with_store(
@@ -182,13 +198,13 @@ def _add_permission_commands(commands: Any) -> None:
             "--no-resume", action="store_true", help="store the decision; resume it later"
         )
         _with_approver(sub)
-        with_sandbox(sub)
+        _with_sandbox(sub)
         sub.add_argument(
             "--request",
             metavar="ID",
             help="the request you reviewed (ioh pending); refused if the run awaits another",
         )
-        sub.set_defaults(handler=_cmd_decide, verdict=verb)
+        sub.set_defaults(handler="_commands:cmd_decide", verdict=verb)
 
     policy = commands.add_parser("policy", help="show a policy or explain its verdict")
     policy_commands = policy.add_subparsers(dest="policy_command", required=True, metavar="WHAT")
@@ -196,218 +212,32 @@ def _add_permission_commands(commands: Any) -> None:
     sub.add_argument("file", type=Path, help="a contract or policy file with [policy]")
     sub.add_argument("act", help="read, write, exec or net")
     sub.add_argument("target", help="a workspace path, a program, or host[:port]")
-    sub.set_defaults(handler=_cmd_policy_explain)
+    sub.set_defaults(handler="_commands:cmd_policy_explain")
     sub = policy_commands.add_parser("show", help="every layer and rule, in order")
     sub.add_argument("file", type=Path, help="a contract or policy file with [policy]")
-    sub.set_defaults(handler=_cmd_policy_show)
+    sub.set_defaults(handler="_commands:cmd_policy_show")
 
 
-def _store_hint(args: argparse.Namespace) -> str:
-    return "" if args.store == DEFAULT_STORE else f" --store {args.store}"
-
-
-def _drive(
-    console: Console,
-    start: Callable[[LiveReport], Coroutine[Any, Any, RunResult]],
-    approver: PausedStatus | Approver | None = None,
-) -> RunResult:
-    report = LiveReport(console)
-    with console.status("starting") as status:
-        report.status = status
-        if isinstance(approver, PausedStatus):
-            approver.status = status
-        return asyncio.run(start(report))
-
-
-def _finish(console: Console, result: RunResult, args: argparse.Namespace) -> int:
-    console.print(render_result(result, _store_hint(args)))
-    if result.outcome is RunOutcome.AWAITING_APPROVAL:
-        return EXIT_AWAITING
-    return 0 if result.succeeded else EXIT_NOT_VERIFIED
-
-
-def _cmd_run(args: argparse.Namespace, console: Console) -> int:
-    contract = TaskContract.from_toml(args.contract)
-    policy = policy_for(args.contract, args.policy)
-    provider = provider_from_specs(args.provider)
-    prices = prices_for(args)
-    approver = approver_for(args.approver_choice)
-    sandbox = sandbox_choice(args, console)
-    if sandbox is DEFAULT_SANDBOX:
-        sandbox = sandbox_config(args.contract) or DEFAULT_SANDBOX
-    with Store.open(args.store) as store:
-        result = _drive(
-            console,
-            lambda report: Harness(
-                provider,
-                store=store,
-                observer=report,
-                prices=prices,
-                policy=policy,
-                approver=approver,
-                sandbox=sandbox,
-                memory=args.memory,
-            ).run(contract, run_id=args.run_id, labels=launch_labels(args)),
-            approver,
-        )
-    return _finish(console, result, args)
-
-
-def _cmd_resume(args: argparse.Namespace, console: Console) -> int:
-    if args.replace_policy and args.policy is None:
-        raise ConfigError("--replace-policy needs --policy FILE: the policy to resume under")
-    policy = Policy.from_toml(args.policy) if args.policy is not None else None
-    given = provider_from_specs(args.provider) if args.provider else None
-    with _existing_store(args.store) as store:
-        provider = given or stored_provider(args, store)
-        if provider is None:
-            raise ConfigError(
-                f"run {args.run_id!r} was not started by `ioh run`, so its provider is not "
-                "stored; give --provider SPEC"
-            )
-        return _resume(
-            args,
-            console,
-            store,
-            provider,
-            prices_for(args),
-            policy=policy,
-            replace_policy=args.replace_policy,
-        )
-
-
-def _resume(
-    args: argparse.Namespace,
-    console: Console,
-    store: Store,
-    provider: Provider,
-    prices: PriceTable | None,
-    *,
-    policy: Policy | None = None,
-    replace_policy: bool = False,
-) -> int:
-    approver = approver_for(args.approver_choice)
-    sandbox = sandbox_choice(args, console)
-    result = _drive(
-        console,
-        lambda report: Harness(
-            provider,
-            store=store,
-            observer=report,
-            prices=prices,
-            approver=approver,
-            policy=policy,
-            sandbox=sandbox,
-        ).resume(args.run_id, replace_policy=replace_policy),
-        approver,
-    )
-    return _finish(console, result, args)
-
-
-def _cmd_pending(args: argparse.Namespace, console: Console) -> int:
-    if not args.store.exists():
-        console.print(f"no actions are awaiting approval (no store at {args.store})")
-        return 0
-    with Store.open(args.store) as store:
-        console.print(render_pending(store.approvals()))
-    return 0
-
-
-def _cmd_decide(args: argparse.Namespace, console: Console) -> int:
-    with _existing_store(args.store) as store:
-        # What the resume needs is built first, so a bad spec or a missing key is
-        # said before any decision is stored.
-        provider = None if args.no_resume else stored_provider(args, store)
-        prices = prices_for(args)
-        request, decision = decide_pending(
-            store,
-            args.run_id,
-            approve=args.verdict == "approve",
-            request_id=args.request,
-            remember=getattr(args, "remember", False),
-            reason=getattr(args, "reason", None),
-        )
-        verb = "approved" if decision.kind == "approve" else "denied"
-        console.print(f"{verb}: {escape(request.describe())} (request {escape(request.id)})")
-        if provider is None:
-            how = "" if args.no_resume else " --provider SPEC"
-            console.print(
-                f"the next resume performs it: ioh resume {escape(args.run_id)}"
-                f"{how}{escape(_store_hint(args))}"
-            )
-            return 0
-        return _resume(args, console, store, provider, prices)
-
-
-def _cmd_policy_explain(args: argparse.Namespace, console: Console) -> int:
-    policy = policy_for(args.file, None)
-    console.print(escape(explain_line(policy, args.act, args.target, args.file)), soft_wrap=True)
-    return 0
-
-
-def _cmd_policy_show(args: argparse.Namespace, console: Console) -> int:
-    show_console_policy(console, policy_for(args.file, None), args.file)
-    return 0
-
-
-def _existing_store(path: Path) -> SqliteStore:
-    if not path.exists():
-        raise ConfigError(f"no store at {path}; run something first or give --store")
-    return Store.open(path)
-
-
-def _cmd_runs(args: argparse.Namespace, console: Console) -> int:
-    if not args.store.exists():
-        console.print(f"no runs yet (no store at {args.store})")
-        return 0
-    with Store.open(args.store) as store:
-        console.print(render_runs(store.runs(limit=args.limit)))
-    return 0
-
-
-def _cmd_show(args: argparse.Namespace, console: Console) -> int:
-    with _existing_store(args.store) as store:
-        console.print(render_trace(store.trace(args.run_id)))
-    return 0
-
-
-def _cmd_demo(args: argparse.Namespace, console: Console) -> int:
-    folder = args.dir or Path(tempfile.mkdtemp(prefix="ioh-demo-")) / "demo"
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise ConfigError(f"{folder} exists and is not an empty folder; give --dir a new folder")
-    contract_path = prepare(folder)
-    contract = TaskContract.from_toml(contract_path)
-    provider: Provider
-    prices = prices_for(args)
-    if args.provider:
-        provider = provider_from_specs(args.provider)
-        console.print(f"Running the demo live with {escape(', '.join(args.provider))}.")
-    else:
-        provider = Replay(CASSETTE)
-        console.print(
-            "Running the demo offline: the model's replies are replayed from a recording "
-            f"({CASSETTE.name}); the tools, the workspace and the pytest check are real."
-        )
-    console.print(f"project: {folder / 'project'}\ncontract: {contract_path}\n")
-    use_this_python()
-    with Store.open(args.store) as store:
-        labels = launch_labels(args) if args.provider else replay_label(CASSETTE)
-        result = _drive(
-            console,
-            lambda report: Harness(provider, store=store, observer=report, prices=prices).run(
-                contract, labels=labels
-            ),
-        )
-    return _finish(console, result, args)
+def _handler(name: str) -> Callable[[argparse.Namespace, Console], int]:
+    """The function a command's ``handler`` names (``module:function`` in this package)."""
+    module, function = name.split(":")
+    handler: Callable[[argparse.Namespace, Console], int]
+    handler = getattr(importlib.import_module(f"io_harness.cli.{module}"), function)
+    return handler
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``ioh``; returns the exit status."""
     args = _parser().parse_args(argv)
+    from rich.console import Console
+
+    from io_harness.cli._text import escape
+    from io_harness.errors import HarnessError
+
     console = Console(highlight=False)
     errors = Console(stderr=True, highlight=False)
     try:
-        return int(args.handler(args, console))
+        return int(_handler(args.handler)(args, console))
     except HarnessError as exc:
         if args.debug:
             raise

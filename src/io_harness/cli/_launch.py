@@ -19,7 +19,6 @@ from io_harness.store import Store
 
 __all__ = [
     "PROVIDER_LABEL",
-    "STORED",
     "launch_labels",
     "prices_for",
     "replay_label",
@@ -28,8 +27,6 @@ __all__ = [
 
 PROVIDER_LABEL = "ioh.provider"
 """The label that keeps the provider specs a run was started with (a JSON list)."""
-STORED = " (default: what the run was started with)"
-"""The help text's note on a flag whose default is stored with the run."""
 
 
 def prices_for(args: argparse.Namespace) -> PriceTable | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
@@ -13,41 +12,9 @@ from io_harness.cli._text import escape
 from io_harness.store import Store
 from io_harness.store._memory import DEFAULT_MEMORY_LIMITS, MemoryEntry
 
-__all__ = ["add_memory_commands", "render_memory"]
+__all__ = ["cmd_forget", "cmd_memory", "render_memory"]
 
 EXIT_NOT_REMEMBERED = 1
-
-
-def add_memory_commands(commands: Any) -> None:
-    """Add ``ioh memory [--workspace DIR]`` and ``ioh memory forget KEY`` to ``commands``.
-
-    Both take ``--store`` (default ``.ioh/runs.db``) and ``--workspace``
-    (default: the current folder), before or after ``forget``.
-    """
-    from io_harness.cli import DEFAULT_STORE  # here: the package imports this module
-
-    memory = commands.add_parser(
-        "memory", help="list the notes runs remembered in a workspace, or forget one"
-    )
-    _with_scope(memory, DEFAULT_STORE, DEFAULT_STORE, Path())
-    memory.set_defaults(handler=_cmd_memory)
-    what = memory.add_subparsers(dest="memory_command", metavar="WHAT")
-    forget = what.add_parser("forget", help="forget one note")
-    forget.add_argument("key", help="the note's key, as `ioh memory` lists it")
-    # SUPPRESS: a value given before `forget` stands unless given again after it.
-    _with_scope(forget, DEFAULT_STORE, argparse.SUPPRESS, argparse.SUPPRESS)
-    forget.set_defaults(handler=_cmd_forget)
-
-
-def _with_scope(sub: argparse.ArgumentParser, shown: Path, store: Any, workspace: Any) -> None:
-    sub.add_argument("--store", type=Path, default=store, help=f"the run store (default: {shown})")
-    sub.add_argument(
-        "--workspace",
-        type=Path,
-        default=workspace,
-        metavar="DIR",
-        help="the workspace whose memory it is (default: the current folder)",
-    )
 
 
 def _scope(args: argparse.Namespace) -> str:
@@ -55,7 +22,7 @@ def _scope(args: argparse.Namespace) -> str:
     return str(Path(args.workspace).resolve())
 
 
-def _cmd_memory(args: argparse.Namespace, console: Console) -> int:
+def cmd_memory(args: argparse.Namespace, console: Console) -> int:
     workspace = _scope(args)
     if not args.store.exists():
         console.print(f"no memory yet (no store at {escape(str(args.store))})", soft_wrap=True)
@@ -66,7 +33,7 @@ def _cmd_memory(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _cmd_forget(args: argparse.Namespace, console: Console) -> int:
+def cmd_forget(args: argparse.Namespace, console: Console) -> int:
     workspace = _scope(args)
     if not args.store.exists():
         console.print(f"no memory yet (no store at {escape(str(args.store))})", soft_wrap=True)

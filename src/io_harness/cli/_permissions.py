@@ -31,15 +31,11 @@ from io_harness.store import Store
 from io_harness.store._records import ApprovalRow
 
 __all__ = [
-    "APPROVERS",
     "approver_for",
     "decide_pending",
     "policy_for",
     "render_pending",
 ]
-
-APPROVERS = ("ask", "defer", "deny", "approve-all")
-"""The ``--approve`` choices: ask at the terminal, defer every ask, deny or approve all."""
 
 
 class PausedStatus:

@@ -27,17 +27,7 @@ __all__ = [
     "sandbox_choice",
     "sandbox_counts",
     "sandbox_line",
-    "with_sandbox",
 ]
-
-
-def with_sandbox(sub: argparse.ArgumentParser) -> None:
-    """Add ``--no-sandbox`` to a command that drives a run."""
-    sub.add_argument(
-        "--no-sandbox",
-        action="store_true",
-        help="run commands (the criterion's, exec's) directly, with no containment at all",
-    )
 
 
 def sandbox_choice(args: argparse.Namespace, console: Console) -> SandboxChoice:

@@ -26,23 +26,14 @@ from io_harness.providers._http import (
     provider_error,
 )
 from io_harness.providers._openai_wire import ChunkAssembler, wire_messages, wire_tools
+from io_harness.providers._presets import PRESETS
 from io_harness.providers._vendor import final_answer, vendor_settings
 
 if TYPE_CHECKING:
     import httpx2
     import openai
 
-__all__ = ["PRESETS", "OpenAI", "OpenAICompatible", "OpenRouter"]
-
-PRESETS: Mapping[str, str] = MappingProxyType(
-    {
-        "ollama": "http://localhost:11434/v1",
-        "vllm": "http://localhost:8000/v1",
-        "llamacpp": "http://localhost:8080/v1",
-        "lmstudio": "http://localhost:1234/v1",
-    }
-)
-"""Local OpenAI-compatible servers by name, each with its usual base URL."""
+__all__ = ["OpenAI", "OpenAICompatible", "OpenRouter"]
 
 PLACEHOLDER_API_KEY = "not-needed"
 """The key sent to a compatible server that wants none (the SDK insists on one)."""

@@ -14,7 +14,8 @@ from io_harness.providers._anthropic import Anthropic
 from io_harness.providers._base import Provider
 from io_harness.providers._cassette import Replay
 from io_harness.providers._fallback import Fallback
-from io_harness.providers._openai import PRESETS, OpenAI, OpenAICompatible, OpenRouter
+from io_harness.providers._openai import OpenAI, OpenAICompatible, OpenRouter
+from io_harness.providers._presets import PRESETS, SPEC_FORMS
 
 __all__ = ["SPEC_FORMS", "provider_from_spec", "provider_from_specs"]
 
@@ -23,16 +24,6 @@ _VENDORS: dict[str, Callable[[str | None], Provider]] = {
     "anthropic": Anthropic,
     "openrouter": OpenRouter,
 }
-
-SPEC_FORMS = (
-    "openai[:MODEL]",
-    "anthropic[:MODEL]",
-    "openrouter[:MODEL]",
-    *(f"{preset}:MODEL" for preset in PRESETS),
-    "compatible:URL#MODEL",
-    "replay:CASSETTE.jsonl",
-)
-"""The forms a spec may take, as shown in help and errors."""
 
 
 def provider_from_spec(spec: str) -> Provider:
