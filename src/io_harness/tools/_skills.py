@@ -13,12 +13,10 @@ discovery, before the run starts: a set is taken whole or rejected.
 
 from __future__ import annotations
 
-import errno
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -395,31 +393,11 @@ class ReadSkillTool(HarnessTool[ReadSkillArgs]):
 def _inside(folder: Path, file: str, skill: str) -> Path:
     """The real location of ``file`` in a skill's folder, or a refusal saying why.
 
-    Refused: empty names, absolute paths, ``..`` parts, symlink loops, and
-    files whose real location (after following symlinks) is outside the folder.
+    A skill's folder confines its files as the workspace confines the agent's
+    paths: no absolute path, no ``..``, no symlink out. A missing file is
+    reported by ``invoke``, with the files there are.
     """
-    where = f"skill {skill!r}"
-    if not file or "\x00" in file:
-        raise PathRefused(f"{where}: the file is empty or holds a NUL character")
     try:
-        os.fsencode(file)
-    except UnicodeEncodeError:
-        raise PathRefused(f"{where}: {file!r} is not a valid file name") from None
-    pure = PurePosixPath(file.replace("\\", "/"))
-    if pure.is_absolute() or Path(file).is_absolute():
-        raise PathRefused(f"{where}: {file!r} is absolute; give a path relative to its folder")
-    if ".." in pure.parts:
-        raise PathRefused(f"{where}: {file!r} contains '..'; files may not leave its folder")
-    try:
-        real = (folder / pure).resolve()
-        real.stat()
-    except RuntimeError:  # Python before 3.13 reports a symlink loop this way
-        raise PathRefused(f"{where}: {file!r} is a symlink loop") from None
-    except FileNotFoundError:
-        pass  # reported by invoke, with the files there are
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise PathRefused(f"{where}: {file!r} is a symlink loop") from None
-    if not real.is_relative_to(folder):
-        raise PathRefused(f"{where}: {file!r} resolves outside its folder through a symlink")
-    return real
+        return Workspace(folder, called="its folder").resolve(file)
+    except PathRefused as exc:
+        raise PathRefused(f"skill {skill!r}: {exc}") from None

@@ -20,8 +20,16 @@ class PathRefused(Exception):
 class Workspace:
     """The folder the agent works in; every path is checked against it on every call."""
 
-    def __init__(self, root: Path, may_read: Callable[[str], bool] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        may_read: Callable[[str], bool] | None = None,
+        *,
+        called: str = "the workspace",
+    ) -> None:
         self.root = root.resolve()
+        self.called = called
+        """What a refusal calls the folder (a skill's folder is confined the same way)."""
         self.may_read: Callable[[str], bool] = may_read or (lambda _rel: True)
         """Whether a walk (grep) may read a file, by its relative path; the gate answers."""
 
@@ -39,9 +47,9 @@ class Workspace:
             raise PathRefused(f"{path!r} is not a valid file name") from None
         pure = PurePosixPath(path.replace("\\", "/"))
         if pure.is_absolute() or Path(path).is_absolute():
-            raise PathRefused(f"{path!r} is absolute; give a path relative to the workspace root")
+            raise PathRefused(f"{path!r} is absolute; give a path relative to {self.called}")
         if ".." in pure.parts:
-            raise PathRefused(f"{path!r} contains '..'; paths may not leave the workspace")
+            raise PathRefused(f"{path!r} contains '..'; paths may not leave {self.called}")
         try:
             real = (self.root / pure).resolve()
             real.stat()
@@ -53,7 +61,7 @@ class Workspace:
             if exc.errno == errno.ELOOP:
                 raise PathRefused(f"{path!r} is a symlink loop") from None
         if not real.is_relative_to(self.root):
-            raise PathRefused(f"{path!r} resolves outside the workspace through a symlink")
+            raise PathRefused(f"{path!r} resolves outside {self.called} through a symlink")
         return real
 
     def relative(self, path: Path) -> str:
