@@ -18,6 +18,7 @@ import pytest
 from io_harness import (
     NO_SANDBOX,
     Budget,
+    CallbackApprover,
     CompletionRequest,
     CompletionResponse,
     ConfigError,
@@ -458,3 +459,69 @@ async def test_resuming_under_another_policy_needs_replace_policy(tmp_path: Path
 
     with pytest.raises(ConfigError, match="replace_policy=True"):
         await harness.resume(run_id)
+
+
+def test_run_sync_returns_when_a_sync_tool_outlives_its_timeout(tmp_path: Path) -> None:
+    release = threading.Event()
+
+    @tool(timeout=0.05)
+    def stuck(ticket: int) -> str:
+        """Never answers in time."""
+        release.wait()  # until the test ends
+        return "late"
+
+    outcome: list[RunOutcome] = []
+    harness = Harness(finishing(call("stuck", ticket=1)), tools=[stuck])
+    # run_sync in a thread of its own, so a run_sync that waited for the abandoned
+    # tool would be seen here as a thread still alive, not as a hung test.
+    runner = threading.Thread(
+        target=lambda: outcome.append(harness.run_sync(contract(tmp_path)).outcome)
+    )
+    runner.start()
+    try:
+        runner.join(timeout=60)
+        assert not runner.is_alive(), "run_sync waited for the abandoned tool"
+        assert outcome == [RunOutcome.SUCCESS]
+    finally:
+        release.set()
+        runner.join()
+
+
+async def test_a_tools_spec_is_asked_for_once_a_run(tmp_path: Path) -> None:
+    class Counted:
+        asked = 0
+
+        def spec(self) -> ToolSpec:
+            Counted.asked += 1
+            return ToolSpec(name="counted", description="d", parameters={"type": "object"})
+
+        async def invoke(self, arguments: dict[str, Any]) -> str:
+            return "ok"
+
+    harness = Harness(finishing(), tools=[Counted()])
+    await harness.run(contract(tmp_path))
+    assert Counted.asked == 1
+    harness.provider = finishing()
+    await harness.run(contract(tmp_path))
+    assert Counted.asked == 2
+
+
+async def test_an_approvers_rewrite_a_tool_refuses_is_said_to_be_the_approvers(
+    tmp_path: Path,
+) -> None:
+    async def rewrite(request: Any, context: Any) -> Decision:
+        return Decision.approve(modified={"title": "x", "priority": "urgent"})
+
+    provider = finishing(call("open_ticket", title="ok"))
+    policy = Policy.permissive().layer("tickets").ask_exec("open_ticket")
+    harness = Harness(
+        provider, policy=policy, approver=CallbackApprover(rewrite), tools=[open_ticket]
+    )
+
+    result = await harness.run(contract(tmp_path))
+
+    assert result.outcome is RunOutcome.SUCCESS
+    seen = observation(provider, 1)
+    assert seen.startswith("the approver's rewrite is not a valid call: invalid arguments:")
+    assert "priority" in seen
+    assert opened == []

@@ -12,6 +12,7 @@ from io_harness import (
     Decision,
     Harness,
     Policy,
+    ResumeError,
     RunOutcome,
     Store,
     TaskContract,
@@ -228,3 +229,54 @@ async def test_a_resumed_run_keeps_the_memory_tools_it_started_with(tmp_path: Pa
 
     assert resumed.outcome is RunOutcome.SUCCESS
     assert {"remember", "forget"} <= {spec.name for spec in provider.requests[0].tools}
+
+
+async def test_a_workspace_file_cannot_take_a_name_the_policy_keeps_for_memory(
+    tmp_path: Path,
+) -> None:
+    # Otherwise allow_write("memory:*"), meant for notes, would let the agent write
+    # a file named memory:x without being asked.
+    provider = ScriptedProvider(
+        [
+            reply(calls=[call("write_file", path="memory:x", content="y")]),
+            reply(calls=[call("write_file", path="notes/memory:x", content="y")]),
+            reply(calls=[DONE]),
+        ]
+    )
+
+    result = await Harness(provider).run(contract(tmp_path))
+
+    assert result.outcome is RunOutcome.SUCCESS
+    assert "kept for the agent's memory" in observations(provider, 1)[0]
+    assert "kept for the agent's memory" in observations(provider, 2)[0]
+    assert not (tmp_path / "memory:x").exists()
+    assert not (tmp_path / "notes" / "memory:x").exists()
+
+
+async def test_a_resume_needs_the_skills_its_prompt_lists(tmp_path: Path, skills: Path) -> None:
+    (tmp_path / "work").mkdir()
+    store = Store.memory()
+    policy = Policy.permissive().layer("ask").ask_write("done.txt")
+    started = await Harness(
+        ScriptedProvider([reply(calls=[DONE])]), store=store, policy=policy
+    ).run(contract(tmp_path / "work", skills=skills))
+    assert started.outcome is RunOutcome.AWAITING_APPROVAL
+    triage = skills / "triage.md"
+    body = triage.read_text()
+
+    triage.unlink()
+    with pytest.raises(ResumeError, match="skill 'triage' is gone"):
+        await Harness(ScriptedProvider([]), store=store).resume(
+            started.run_id, decision=Decision.approve()
+        )
+    triage.write_text(body.replace("Label each issue", "Tag each issue"))
+    with pytest.raises(ResumeError, match="skill 'triage' has a new description"):
+        await Harness(ScriptedProvider([]), store=store).resume(
+            started.run_id, decision=Decision.approve()
+        )
+
+    triage.write_text(body + "\nA body edited since is read as it is now.\n")
+    resumed = await Harness(ScriptedProvider([]), store=store).resume(
+        started.run_id, decision=Decision.approve()
+    )
+    assert resumed.outcome is RunOutcome.SUCCESS

@@ -121,7 +121,9 @@ if TYPE_CHECKING:
     from io_harness.store import (
         ApprovalTrace,
         EventTrace,
+        MemoryAuthor,
         MemoryEntry,
+        MemoryLimits,
         MemoryTrace,
         PermissionTrace,
         ProviderCallTrace,
@@ -236,6 +238,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "io_harness.providers": (
         "Anthropic",
         "Fallback",
+        "FunctionTool",
         "OpenAI",
         "OpenAICompatible",
         "OpenRouter",
@@ -253,7 +256,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "io_harness.store": (
         "ApprovalTrace",
         "EventTrace",
+        "MemoryAuthor",
         "MemoryEntry",
+        "MemoryLimits",
         "MemoryTrace",
         "PermissionTrace",
         "ProviderCallTrace",
@@ -267,7 +272,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "VerificationTrace",
     ),
     "io_harness.tools": (
+        "FunctionTool",
         "Tool",
+        "ToolArgumentsError",
         "Toolbox",
         "ToolFailure",
         "tool",
@@ -322,7 +329,9 @@ __all__ = [
     "HarnessOptions",
     "Layer",
     "McpError",
+    "MemoryAuthor",
     "MemoryEntry",
+    "MemoryLimits",
     "MemoryTrace",
     "Message",
     "Observer",

@@ -9,15 +9,23 @@ caller's tools, skills and memory. The module-level :func:`run` and
 
 from __future__ import annotations
 
-import asyncio
-import secrets
 import time
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypedDict, TypeVar, Unpack
+from typing import TypedDict, Unpack
 
+from io_harness._preflight import (
+    caller_toolbox,
+    check_criterion,
+    check_prices,
+    check_provider,
+    check_types,
+    checked_labels,
+    new_run_id,
+    sync,
+)
 from io_harness.contract import TaskContract
-from io_harness.errors import ConfigError, RefusedError, StorageError
+from io_harness.errors import ConfigError, StorageError
 from io_harness.loop import (
     DEFAULT_SANDBOX,
     Engine,
@@ -35,20 +43,17 @@ from io_harness.loop._resuming import decision_for, stored_contract, stored_gate
 from io_harness.loop._sandboxing import check_choice
 from io_harness.observe import Observer
 from io_harness.policy._approval import Approver, Decision
-from io_harness.policy._gate import Gate, canonical_argv
+from io_harness.policy._gate import Gate
 from io_harness.policy._policy import Policy
-from io_harness.policy._rules import Effect
 from io_harness.pricing import PriceTable
-from io_harness.providers import Provider, members_of
+from io_harness.providers import Provider
 from io_harness.store import Store
 from io_harness.store._records import NewRun
 from io_harness.tools._caller import Tool, Toolbox
 from io_harness.tools._memory import memory_notes
-from io_harness.tools._skills import Skill, discover_skills
+from io_harness.tools._skills import discover_skills
 
 __all__ = ["Harness", "HarnessOptions", "resume", "resume_sync", "run", "run_sync"]
-
-T = TypeVar("T")
 
 
 class HarnessOptions(TypedDict, total=False):
@@ -72,8 +77,9 @@ class Harness:
     - ``store``: where runs live; an in-memory store when omitted, kept for
       the harness's life so its runs can be resumed and listed.
     - ``policy``: governs every act of the agent's tools and the criterion;
-      :meth:`Policy.permissive` when omitted (tools stay in the workspace and
-      commands in the sandbox either way). It is stored with each run.
+      :meth:`Policy.permissive` when omitted (the file tools stay in the
+      workspace either way, and commands in the sandbox unless it is
+      :data:`NO_SANDBOX`). It is stored with each run.
     - ``approver``: decides what the policy asks about; without one an ask
       defers the run (``AWAITING_APPROVAL``) until :meth:`resume` is given a
       decision, in any later process.
@@ -91,8 +97,10 @@ class Harness:
     - ``memory``: offer ``remember`` and ``forget``; entries live in the store
       per workspace and open later runs on it.
 
-    Every mistake in these is a :class:`ConfigError` raised here, before
-    any run starts.
+    An option of the wrong type, a bad tool or a skills folder that does not
+    load is a :class:`ConfigError` raised here; what depends on a contract
+    (a criterion the policy refuses, a sandbox no backend gives) is raised
+    by :meth:`run` before its first provider call.
     """
 
     def __init__(
@@ -109,8 +117,8 @@ class Harness:
         skills: str | Path | None = None,
         memory: bool = False,
     ) -> None:
-        _check_provider(provider)
-        _check_types(store=store, policy=policy, approver=approver, prices=prices)
+        check_provider(provider)
+        check_types(store=store, policy=policy, approver=approver, prices=prices)
         check_choice(sandbox)
         if observer is not None and not callable(observer):
             raise ConfigError(f"observer must be callable, not {type(observer).__name__}")
@@ -125,7 +133,9 @@ class Harness:
         self.sandbox = sandbox
         self.prices = prices
         self.observer = observer
-        self.tools = _toolbox(tools)
+        self.tools = caller_toolbox(tools)
+        self._first_box: Toolbox | None = self.tools
+        """The box built here: the first run uses it rather than ask each spec() again."""
         self.skills = Path(skills).absolute() if skills is not None else None
         if self.skills is not None:
             discover_skills((self.skills,))  # a bad folder is said now; each run reads it again
@@ -135,8 +145,12 @@ class Harness:
         return f"Harness({self.provider.name}:{self.provider.model}, store={self.store!r})"
 
     def _tools_now(self) -> Toolbox:
-        """The caller's tools with their specs asked for again: ``spec()`` is once per run."""
-        return _toolbox(Toolbox(self.tools))
+        """The caller's tools with their specs as of now: each ``spec()`` is asked once a run.
+
+        The first run uses the answers the harness got when it was built.
+        """
+        box, self._first_box = self._first_box, None
+        return box if box is not None else caller_toolbox(Toolbox(self.tools))
 
     # -- running -------------------------------------------------------------------
 
@@ -165,16 +179,16 @@ class Harness:
         if run_id is not None and (not isinstance(run_id, str) or not run_id):
             raise ConfigError(f"run_id must be a non-empty string, not {run_id!r}")
         contract.check()
-        _check_prices(contract, self.provider, self.prices)
-        labels = _checked_labels(labels)
+        check_prices(contract, self.provider, self.prices)
+        labels = checked_labels(labels)
         run_id = run_id or new_run_id()
         policy = self.policy if self.policy is not None else Policy.permissive()
         gate = Gate(policy, self.approver, goal=contract.goal, run_id=run_id)
-        _check_criterion(contract, gate)
+        check_criterion(contract, gate)
         folders = tuple(dict.fromkeys(f for f in (self.skills, contract.skills) if f is not None))
         skills = discover_skills(folders)
         caller = self._tools_now()
-        setup = RunSetup.of(caller, folders, self.memory)
+        setup = RunSetup.of(caller, folders, skills, self.memory)
         chosen = choose_sandbox(self.sandbox)
         store = self.store
         with store.lease(run_id):
@@ -267,15 +281,15 @@ class Harness:
             contract = stored_contract(stored)
             contract.check()
             prices = self.prices if self.prices is not None else stored_prices(stored)
-            _check_prices(contract, self.provider, prices)
+            check_prices(contract, self.provider, prices)
             gate, replaced = stored_gate(
                 stored, contract, self.approver, self.policy, replace_policy
             )
             resumption = Resumption(stored.pending, decision_for(stored, gate, decision), replaced)
-            _check_criterion(contract, gate)
+            check_criterion(contract, gate)
             setup = RunSetup.stored(stored)
             caller = setup.caller_tools_from(self._tools_now(), run_id)
-            skills: tuple[Skill, ...] = discover_skills(setup.skills) if setup.skills else ()
+            skills = setup.skills_again(run_id)
             chosen = choose_sandbox(self.sandbox, stored.sandbox_json, run_id)
             tools = build_tools(
                 contract,
@@ -299,13 +313,13 @@ class Harness:
         labels: Mapping[str, str] | None = None,
     ) -> RunResult:
         """:meth:`run` for callers without an event loop."""
-        return _sync(self.run(contract, run_id=run_id, labels=labels))
+        return sync(self.run(contract, run_id=run_id, labels=labels))
 
     def resume_sync(
         self, run_id: str, *, decision: Decision | None = None, replace_policy: bool = False
     ) -> RunResult:
         """:meth:`resume` for callers without an event loop."""
-        return _sync(self.resume(run_id, decision=decision, replace_policy=replace_policy))
+        return sync(self.resume(run_id, decision=decision, replace_policy=replace_policy))
 
 
 # -- the module-level conveniences -------------------------------------------------
@@ -350,7 +364,7 @@ def run_sync(
     **options: Unpack[HarnessOptions],
 ) -> RunResult:
     """:func:`run` for callers without an event loop."""
-    return _sync(run(contract, provider, run_id=run_id, labels=labels, **options))
+    return sync(run(contract, provider, run_id=run_id, labels=labels, **options))
 
 
 def resume_sync(
@@ -362,102 +376,6 @@ def resume_sync(
     **options: Unpack[HarnessOptions],
 ) -> RunResult:
     """:func:`resume` for callers without an event loop."""
-    return _sync(
+    return sync(
         resume(run_id, provider, decision=decision, replace_policy=replace_policy, **options)
     )
-
-
-# -- checks made before anything runs ----------------------------------------------
-
-
-def new_run_id() -> str:
-    """A fresh run id: its start time, sortable, and a random suffix."""
-    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
-
-
-def _sync(coroutine: Coroutine[Any, Any, T]) -> T:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    coroutine.close()
-    raise ConfigError("called from inside a running event loop; await the async form instead")
-
-
-def _toolbox(tools: object) -> Toolbox:
-    """The caller's tools as a validated :class:`Toolbox`."""
-    if tools is None:
-        return Toolbox()
-    if isinstance(tools, Toolbox):
-        box = tools
-    elif isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Iterable):
-        raise ConfigError(f"tools must be a Toolbox or a list of tools, not {type(tools).__name__}")
-    else:
-        box = Toolbox(tools)
-    box.validate()
-    return box
-
-
-def _check_provider(provider: object) -> None:
-    if not isinstance(provider, Provider):
-        raise ConfigError(
-            f"{type(provider).__name__} is not a Provider: it needs name, model, "
-            "endpoints() and async complete(request)"
-        )
-    for attribute in ("name", "model"):
-        value = getattr(provider, attribute)
-        if not isinstance(value, str) or not value:
-            raise ConfigError(
-                f"the provider's {attribute} must be a non-empty string, not {value!r}"
-            )
-
-
-def _check_types(*, store: object, policy: object, approver: object, prices: object) -> None:
-    """Options of the wrong type are ConfigErrors here, not failures deep in a run."""
-    if store is not None and not isinstance(store, Store):
-        raise ConfigError(f"store must be a Store, not {type(store).__name__}")
-    if policy is not None and not isinstance(policy, Policy):
-        raise ConfigError(f"policy must be a Policy, not {type(policy).__name__}")
-    if approver is not None and not isinstance(approver, Approver):
-        raise ConfigError(
-            f"{type(approver).__name__} is not an Approver: it needs "
-            "async decide(request, context) -> Decision"
-        )
-    if prices is not None and not isinstance(prices, PriceTable):
-        raise ConfigError(f"prices must be a PriceTable, not {type(prices).__name__}")
-
-
-def _check_prices(contract: TaskContract, provider: Provider, prices: PriceTable | None) -> None:
-    """A cost budget needs a price for every model the run may ask."""
-    if contract.budget.max_cost is None:
-        return
-    for member in members_of(provider):
-        if prices is None or prices.price_for(member.model) is None:
-            raise ConfigError(
-                f"the budget has max_cost but {member.name} model {member.model!r} has no "
-                "price; give the harness a PriceTable (ioh: --prices FILE) that prices it"
-            )
-
-
-def _checked_labels(labels: Mapping[str, str] | None) -> dict[str, str]:
-    if labels is None:
-        return {}
-    if not isinstance(labels, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
-    ):
-        raise ConfigError("labels must map strings to strings")
-    return dict(labels)
-
-
-def _check_criterion(contract: TaskContract, gate: Gate) -> None:
-    """The criterion cannot ask a person: each command it runs must be allowed outright."""
-    for argv in contract.verify.commands():
-        verdict = gate.check_outright(canonical_argv(argv))
-        if verdict.effect is not Effect.ALLOW:
-            program = argv[0].rsplit("/", 1)[-1]
-            raise RefusedError(
-                f"the criterion runs {argv[0]!r}, but {verdict.describe()}; a check "
-                "cannot wait for approval, so the policy must allow it outright "
-                f"(.allow_exec({program!r}), or allow_exec = [{program!r}] in a "
-                "[policy.layers.NAME] table)"
-            )

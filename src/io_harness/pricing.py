@@ -145,13 +145,6 @@ class PriceTable:
         except (ValueError, KeyError, TypeError) as exc:  # ValidationError is a ValueError
             raise ConfigError(f"not a stored price table: {exc}") from None
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PriceTable):
-            return NotImplemented
-        return (self.currency, self.models) == (other.currency, other.models)
-
-    __hash__ = None  # type: ignore[assignment]
-
     def price_for(self, *models: str | None) -> Price | None:
         """The price of the first of ``models`` the table knows (exact names first)."""
         named = [model for model in models if model]

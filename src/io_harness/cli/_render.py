@@ -27,6 +27,7 @@ from io_harness.observe import (
 )
 from io_harness.pricing import format_money
 from io_harness.store import (
+    MemoryTrace,
     PermissionTrace,
     ProviderCallTrace,
     RunSummary,
@@ -187,10 +188,16 @@ def render_trace(trace: Trace) -> RenderableType:
         lines.extend(_permission_lines(rows.permissions))
         for call in rows.tool_calls:
             mark = "[red]error[/]" if call.is_error else "[green]ok[/]"
+            kind = "" if call.kind == "builtin" else f"[dim]{escape(call.kind)}[/] "
             lines.append(
-                f"  {mark} {escape(call.name)}({escape(_arguments(call.arguments))}) "
+                f"  {mark} {kind}{escape(call.name)}({escape(_arguments(call.arguments))}) "
                 f"-> {_one_line(call.result, 70)}"
             )
+        for change in rows.memory:
+            value = (
+                f" = {_one_line(change.value, 50)}" if change.op == "set" and change.value else ""
+            )
+            lines.append(f"  [dim]memory {escape(change.op)}[/] {escape(change.key)}{value}")
         for check in rows.verifications:
             verdict = "[green]PASS[/]" if check.passed else "[red]FAIL[/]"
             trigger = check.trigger.replace("_", " ")
@@ -213,6 +220,7 @@ class _StepRows:
     tool_calls: list[ToolCallTrace] = field(default_factory=list)
     verifications: list[VerificationTrace] = field(default_factory=list)
     sandbox_events: list[SandboxEventTrace] = field(default_factory=list)
+    memory: list[MemoryTrace] = field(default_factory=list)
 
 
 def _by_step(trace: Trace) -> dict[int, _StepRows]:
@@ -233,6 +241,8 @@ def _by_step(trace: Trace) -> dict[int, _StepRows]:
         rows(check.step).verifications.append(check)
     for event in trace.sandbox_events:
         rows(event.step).sandbox_events.append(event)
+    for change in trace.memory:
+        rows(change.step or 0).memory.append(change)
     return steps
 
 

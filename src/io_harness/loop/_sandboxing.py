@@ -17,6 +17,7 @@ import enum
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from pydantic import ValidationError
 
@@ -78,7 +79,7 @@ def check_choice(choice: object) -> None:
         _refuse(choice)
 
 
-def _refuse(choice: object) -> None:
+def _refuse(choice: object) -> NoReturn:
     if choice is None:
         raise ConfigError(
             "sandbox=None could mean the default or none: leave it out (DEFAULT_SANDBOX) "
@@ -108,7 +109,6 @@ def choose_sandbox(choice: object, stored_json: str | None = None, run_id: str =
     if isinstance(choice, Sandbox):
         return RunSandbox(choice, "given by the caller")
     _refuse(choice)
-    raise AssertionError("unreachable: _refuse raises")
 
 
 def _selected(config: SandboxConfig, how: str) -> RunSandbox:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from io_harness._validation import loading
 from io_harness.contract import TaskContract
-from io_harness.errors import ResumeError
+from io_harness.errors import ConfigError, ResumeError
 from io_harness.loop._sandboxing import RunSandbox
 from io_harness.policy._gate import Access, Gate
 from io_harness.policy._rules import Act, Effect
@@ -34,7 +34,7 @@ from io_harness.tools import (
 )
 from io_harness.tools._caller import CallerTool, Toolbox, spec_hash
 from io_harness.tools._memory import ForgetTool, MemoryAuthor, RememberTool
-from io_harness.tools._skills import ReadSkillTool, Skill
+from io_harness.tools._skills import ReadSkillTool, Skill, discover_skills
 from io_harness.tools._text import remove_partial_writes
 
 __all__ = ["RunSetup", "build_tools", "memory_scope"]
@@ -49,13 +49,18 @@ class RunSetup(BaseModel):
     """Each caller tool's name and the sha256 of its spec, in the order offered."""
     skills: tuple[Path, ...] = ()
     """The skills folders, absolute."""
+    catalogue: dict[str, str] = {}
+    """Each skill's name and description, as the system prompt lists them."""
     memory: bool = False
 
     @classmethod
-    def of(cls, toolbox: Toolbox, skills: tuple[Path, ...], memory: bool) -> RunSetup:
-        """The setup of a new run offering every tool of ``toolbox``."""
+    def of(
+        cls, toolbox: Toolbox, folders: tuple[Path, ...], skills: tuple[Skill, ...], memory: bool
+    ) -> RunSetup:
+        """The setup of a new run offering every tool of ``toolbox`` and ``skills``."""
         hashes = {spec.name: spec_hash(spec) for spec in toolbox.specs()}
-        return cls(caller_tools=hashes, skills=skills, memory=memory)
+        catalogue = {skill.name: skill.description for skill in skills}
+        return cls(caller_tools=hashes, skills=folders, catalogue=catalogue, memory=memory)
 
     @classmethod
     def stored(cls, run: StoredRun) -> RunSetup:
@@ -91,6 +96,35 @@ class RunSetup(BaseModel):
                 )
             kept = kept.with_(tool)
         return kept
+
+    def skills_again(self, run_id: str) -> tuple[Skill, ...]:
+        """The run's skills, read again from its folders; they must be the ones it lists.
+
+        The system prompt the run was started with lists each skill's name and
+        description: a skill since removed, added, renamed or redescribed is a
+        :class:`ResumeError` naming it (an edit of a body is read as it is now).
+        """
+        if not self.skills:
+            return ()
+        try:
+            skills = discover_skills(self.skills)
+        except ConfigError as exc:
+            raise ResumeError(f"run {run_id!r}: its skills no longer load: {exc}") from None
+        now = {skill.name: skill.description for skill in skills}
+        for name in sorted(now.keys() | self.catalogue.keys()):
+            if now.get(name) != self.catalogue.get(name):
+                change = (
+                    "is gone"
+                    if name not in now
+                    else "is new"
+                    if name not in self.catalogue
+                    else "has a new description"
+                )
+                raise ResumeError(
+                    f"run {run_id!r} lists the skills it started with, and skill {name!r} "
+                    f"{change} since; resume with the skills as they were"
+                )
+        return skills
 
 
 def memory_scope(contract: TaskContract) -> str:

@@ -4,7 +4,7 @@
 """
 
 from io_harness.store._base import Store
-from io_harness.store._memory import MemoryEntry
+from io_harness.store._memory import MemoryAuthor, MemoryEntry, MemoryLimits
 from io_harness.store._records import RunSummary
 from io_harness.store._sqlite import SqliteStore
 from io_harness.store._trace import (
@@ -24,7 +24,9 @@ from io_harness.store._trace import (
 __all__ = [
     "ApprovalTrace",
     "EventTrace",
+    "MemoryAuthor",
     "MemoryEntry",
+    "MemoryLimits",
     "MemoryTrace",
     "PermissionTrace",
     "ProviderCallTrace",

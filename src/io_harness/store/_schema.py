@@ -182,7 +182,8 @@ ALTER TABLE runs ADD COLUMN prices TEXT;   -- PriceTable JSON the run is priced 
 -- memory (bool). NULL: stored before v5 (no caller tools, skills or memory).
 ALTER TABLE runs ADD COLUMN setup TEXT;
 
-ALTER TABLE tool_calls ADD COLUMN kind TEXT NOT NULL DEFAULT 'builtin';  -- builtin | caller | mcp
+-- which kind of tool answered: builtin | caller | mcp | unknown (no tool of that name)
+ALTER TABLE tool_calls ADD COLUMN kind TEXT NOT NULL DEFAULT 'builtin';
 ALTER TABLE tool_calls ADD COLUMN duration REAL;  -- seconds it ran; NULL: before v5, or refused
 ALTER TABLE tool_calls ADD COLUMN error TEXT;     -- what failed inside the tool: exception, timeout
 

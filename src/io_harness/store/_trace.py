@@ -76,7 +76,7 @@ def trace_records(
             return tuple(cls.model_validate(dict(zip(columns, row, strict=True))) for row in rows)
     except ValidationError as exc:
         raise StorageError(
-            f"run {run_id!r} holds a {table} row that does not load: {exc}"
+            f"run {run_id!r} holds a row of {table} that does not load: {exc}"
         ) from None
 
 

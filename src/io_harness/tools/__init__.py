@@ -9,7 +9,7 @@ from io_harness.tools._base import Args, HarnessTool, ToolFailure, ToolOutcome
 from io_harness.tools._caller import Tool, Toolbox
 from io_harness.tools._exec import ExecTool
 from io_harness.tools._files import workspace_tools
-from io_harness.tools._function import tool
+from io_harness.tools._function import FunctionTool, ToolArgumentsError, tool
 from io_harness.tools._run_tools import RunTools
 from io_harness.tools._single import single_file_tools
 from io_harness.tools._workspace import SKIPPED_DIRS, PathRefused, Workspace
@@ -18,10 +18,12 @@ __all__ = [
     "SKIPPED_DIRS",
     "Args",
     "ExecTool",
+    "FunctionTool",
     "HarnessTool",
     "PathRefused",
     "RunTools",
     "Tool",
+    "ToolArgumentsError",
     "ToolFailure",
     "ToolOutcome",
     "Toolbox",

@@ -29,7 +29,8 @@ __all__ = [
     "validated",
 ]
 
-ToolKind = Literal["builtin", "caller", "mcp"]
+ToolKind = Literal["builtin", "caller", "mcp", "unknown"]
+"""Which kind of tool answered a call; ``unknown`` for a name no tool of the run has."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,9 +102,19 @@ class HarnessTool(abc.ABC, Generic[A]):
         """
         return None
 
+    def arguments_problem(self, args: A) -> str | None:
+        """What is wrong with arguments ``args`` passed (an approver's rewrite), if known.
+
+        The built-ins' typed arguments say it already; a caller's tool whose
+        arguments reach it unchecked may say it here.
+        """
+        return None
+
 
 _NAME_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
 """Schema keys whose children are names (a property may be called ``title``)."""
+_VALUES = frozenset({"default", "const", "enum", "examples"})
+"""Schema keys whose children are values, kept as they are (a default may hold a ``title``)."""
 
 
 def schema_without_titles(schema: Any, *, names: bool = False) -> Any:
@@ -114,7 +125,9 @@ def schema_without_titles(schema: Any, *, names: bool = False) -> Any:
     """
     if isinstance(schema, dict):
         return {
-            key: schema_without_titles(value, names=key in _NAME_MAPS and not names)
+            key: value
+            if key in _VALUES and not names
+            else schema_without_titles(value, names=key in _NAME_MAPS and not names)
             for key, value in schema.items()
             if names or key != "title"
         }

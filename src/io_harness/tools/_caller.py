@@ -47,10 +47,11 @@ class Tool(Protocol):
     """A tool the caller's program gives the agent.
 
     ``spec()`` says how the model is told about the tool; the harness calls it
-    once per run (a :class:`Toolbox` calls it once, when the tool is added)
-    and its name must be stable for the run. ``invoke(arguments)`` runs one
+    once per run (a :class:`Toolbox` calls it once, when the tool is added;
+    a harness builds a box for each run) and its name must be stable for the
+    run. ``invoke(arguments)`` runs one
     call with the JSON object the model sent and returns the text the model
-    reads. Raising :class:`~io_harness.tools.ToolFailure` answers with that
+    reads. Raising :class:`~io_harness.ToolFailure` answers with that
     message as an error observation; any other exception, a timeout or a
     result that is not ``str`` is also an error observation, never a failure
     of the run.
@@ -132,11 +133,24 @@ def _examined(obj: Tool) -> _Entry:
         else:
             if isinstance(declared, ToolSpec):
                 spec, label = declared, declared.name or label
-                problem = tool_name_problem(declared.name) or _parameters_problem(declared)
+                problem = (
+                    tool_name_problem(declared.name)
+                    or _parameters_problem(declared)
+                    or _json_problem(declared)
+                )
             else:
                 problem = f"its spec() returned {type(declared).__name__}, not a ToolSpec"
     problem = problem or limit_problem(timeout, max_chars)
     return _Entry(tool=obj, label=label, spec=spec, problem=problem)
+
+
+def _json_problem(spec: ToolSpec) -> str | None:
+    """Why the spec cannot be sent to a model or stored (it is not JSON), if it cannot."""
+    try:
+        spec_hash(spec)
+    except ValueError as exc:  # pydantic's serialisation errors, json's alike
+        return f"its spec is not JSON: {exc}"
+    return None
 
 
 def _parameters_problem(spec: ToolSpec) -> str | None:
@@ -264,22 +278,13 @@ class CallerTool(HarnessTool[CallerArgs]):
     kind = "caller"
     args = CallerArgs
 
-    def __init__(
-        self,
-        tool: Tool,
-        spec: ToolSpec,
-        *,
-        timeout: float | None = None,
-        max_result_chars: int | None = None,
-    ) -> None:
+    def __init__(self, tool: Tool, spec: ToolSpec) -> None:
         self.tool = tool
         self._spec = spec
-        self.timeout: float = timeout or getattr(tool, "timeout", None) or DEFAULT_TOOL_TIMEOUT
-        """Seconds a call may take: ``timeout``, else the tool's own, else the default."""
-        self.max_result_chars: int = (
-            max_result_chars or getattr(tool, "max_result_chars", None) or MAX_RESULT_CHARS
-        )
-        """The longest result shown: ``max_result_chars``, else the tool's own, else the default."""
+        self.timeout: float = getattr(tool, "timeout", None) or DEFAULT_TOOL_TIMEOUT
+        """Seconds a call may take: the tool's own ``timeout``, else the default."""
+        self.max_result_chars: int = getattr(tool, "max_result_chars", None) or MAX_RESULT_CHARS
+        """The longest text shown, a failure's included: the tool's own cap, else the default."""
 
     # ``name`` and ``description`` are class attributes of the built-ins; here
     # they are the caller's spec's, so each is a property (with a setter that
@@ -307,6 +312,11 @@ class CallerTool(HarnessTool[CallerArgs]):
         """The caller's spec, unchanged."""
         return self._spec
 
+    def arguments_problem(self, args: CallerArgs) -> str | None:
+        """What the tool's own ``check_arguments`` finds wrong (``@tool`` functions have one)."""
+        check = getattr(self.tool, "check_arguments", None)
+        return check(dict(args.model_extra or {})) if callable(check) else None
+
     async def invoke(self, args: CallerArgs) -> ToolOutcome:
         """Run the caller's tool under its timeout; bound its result to its cap."""
         deadline = asyncio.timeout(self.timeout)
@@ -323,7 +333,7 @@ class CallerTool(HarnessTool[CallerArgs]):
                 error=error,
             )
         except ToolFailure as exc:
-            return ToolOutcome(f"{self.name}: {exc}", True)
+            return ToolOutcome(self._capped(f"{self.name}: {exc}", "text"), True)
         except Exception as exc:  # a broken tool is an observation, never a crash of the run
             return self._failed(exc)
         if not isinstance(result, str):
@@ -333,14 +343,18 @@ class CallerTool(HarnessTool[CallerArgs]):
                 True,
                 error=error,
             )
-        if len(result) > self.max_result_chars:
-            cut = len(result) - self.max_result_chars
-            result = (
-                f"{result[: self.max_result_chars]}\n[... {cut} characters cut: the result was "
-                f"{len(result)} characters, over this tool's cap of {self.max_result_chars} ...]"
-            )
-        return ToolOutcome(result)
+        return ToolOutcome(self._capped(result, "result"))
 
     def _failed(self, exc: Exception) -> ToolOutcome:
-        error = f"{type(exc).__name__}: {exc}"
+        error = self._capped(f"{type(exc).__name__}: {exc}", "error")
         return ToolOutcome(f"{self.name} failed: {error}", True, error=error)
+
+    def _capped(self, text: str, what: str) -> str:
+        """``text`` within the tool's cap; what is cut is said, never dropped silently."""
+        cap = self.max_result_chars
+        if len(text) <= cap:
+            return text
+        return (
+            f"{text[:cap]}\n[... {len(text) - cap} characters cut: the {what} was "
+            f"{len(text)} characters, over this tool's cap of {cap} ...]"
+        )

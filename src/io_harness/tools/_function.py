@@ -8,8 +8,11 @@ model that checks each call's arguments.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import functools
 import inspect
+import threading
 from collections.abc import Callable
 from typing import Annotated, Any, Generic, ParamSpec, TypeVar, overload
 
@@ -27,6 +30,7 @@ __all__ = ["FunctionTool", "ToolArgumentsError", "tool"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 _ANY: TypeAdapter[Any] = TypeAdapter(Any)
 
@@ -107,6 +111,14 @@ class FunctionTool(Generic[P, R]):
         """The spec built at decoration."""
         return self._spec
 
+    def check_arguments(self, arguments: dict[str, Any]) -> str | None:
+        """What is wrong with ``arguments`` for this function, naming each bad field, if any."""
+        try:
+            self._model.model_validate(arguments)
+        except ValidationError as exc:
+            return f"invalid arguments: {describe_validation(exc, top='arguments')}"
+        return None
+
     async def invoke(self, arguments: dict[str, Any]) -> str:
         """Check the model's arguments, call the function, return its result as text.
 
@@ -123,12 +135,45 @@ class FunctionTool(Generic[P, R]):
         if self._is_async:
             result = await self._call(*positional, **keyword)
         else:
-            result = await asyncio.to_thread(self._call, *positional, **keyword)
+            result = await in_daemon_thread(self._call, *positional, **keyword)
             if inspect.isawaitable(result):
                 result = await result
         if isinstance(result, str):
             return result
         return _ANY.dump_json(result).decode()
+
+
+async def in_daemon_thread(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """``func(*args, **kwargs)`` in a thread of its own, awaited without blocking the loop.
+
+    Not the loop's shared pool (``asyncio.to_thread``): a call abandoned at its
+    timeout keeps its thread, and a pool thread would hold up ``asyncio.run``'s
+    shutdown (and so ``run_sync``) until the function returned, and fill the
+    pool for every later call. A daemon thread is left to finish, or to end
+    with the process.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(result: T | None, error: BaseException | None) -> None:
+        if future.done():  # the caller stopped waiting (a timeout, a cancel)
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)  # type: ignore[arg-type]
+
+    def work() -> None:
+        try:
+            result, error = context.run(func, *args, **kwargs), None
+        except BaseException as exc:  # handed to the awaiting task, whatever it is
+            result, error = None, exc
+        with contextlib.suppress(RuntimeError):  # the loop closed before the function returned
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=work, name=f"ioh-tool-{func.__name__}", daemon=True).start()
+    return await future
 
 
 @overload

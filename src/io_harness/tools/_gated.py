@@ -128,6 +128,9 @@ def _rewritten(
     if isinstance(checked, ToolOutcome):
         return ToolOutcome(f"the approver's rewrite is not a valid call: {checked.content}", True)
     _, args = checked
+    problem = tool.arguments_problem(args)
+    if problem is not None:
+        return ToolOutcome(f"the approver's rewrite is not a valid call: {problem}", True)
     try:
         accesses = tool.accesses(args)
     except PathRefused as exc:

@@ -27,9 +27,9 @@ from io_harness.store._memory import (
     memory_key_problem,
 )
 from io_harness.tools._base import Args, HarnessTool, ToolOutcome
+from io_harness.tools._names import MEMORY_PREFIX
 
 __all__ = [
-    "MEMORY_TARGET_PREFIX",
     "NOTES_HEADING",
     "AuthorOf",
     "ForgetTool",
@@ -40,8 +40,6 @@ __all__ = [
     "memory_target",
 ]
 
-MEMORY_TARGET_PREFIX = "memory:"
-"""The prefix of a memory key's target in the policy: ``memory:<key>``, a ``write``."""
 
 NOTES_HEADING = (
     "Notes remembered from earlier runs in this workspace (remember/forget change them):"
@@ -57,7 +55,7 @@ _KEY_HELP = (
 
 def memory_target(key: str) -> str:
     """The target a memory key's write is checked on: ``memory:<key>``."""
-    return f"{MEMORY_TARGET_PREFIX}{key}"
+    return f"{MEMORY_PREFIX}{key}"
 
 
 def memory_key_refusal(key: str) -> str | None:

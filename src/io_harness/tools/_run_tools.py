@@ -37,9 +37,9 @@ class RunTools:
         return self._tools[name]
 
     def kind_of(self, name: str) -> ToolKind:
-        """Which kind of tool ``name`` is, for the trace (an unknown name: ``builtin``)."""
+        """Which kind of tool ``name`` is, for the trace (``unknown``: no tool of the run)."""
         tool = self._tools.get(name)
-        return tool.kind if tool is not None else "builtin"
+        return tool.kind if tool is not None else "unknown"
 
     def _prepare(self, call: ToolCall) -> tuple[HarnessTool[Any], Args] | ToolOutcome:
         tool = self._tools.get(call.name)

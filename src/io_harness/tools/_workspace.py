@@ -7,6 +7,8 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 
+from io_harness.tools._names import MEMORY_PREFIX
+
 __all__ = ["SKIPPED_DIRS", "PathRefused", "Workspace"]
 
 SKIPPED_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__"})
@@ -62,6 +64,13 @@ class Workspace:
                 raise PathRefused(f"{path!r} is a symlink loop") from None
         if not real.is_relative_to(self.root):
             raise PathRefused(f"{path!r} resolves outside {self.called} through a symlink")
+        if MEMORY_PREFIX in str(real) and any(
+            part.startswith(MEMORY_PREFIX) for part in real.relative_to(self.root).parts
+        ):
+            raise PathRefused(
+                f"{path!r}: names beginning {MEMORY_PREFIX!r} are kept for the agent's memory "
+                f"(the policy's {MEMORY_PREFIX}<key> targets); choose another name"
+            )
         return real
 
     def relative(self, path: Path) -> str:

@@ -1,0 +1,130 @@
+"""What a harness checks before a run starts: each mistake is an error before any provider call.
+
+Configuration mistakes are :class:`ConfigError`; a criterion whose commands
+the policy does not allow outright is a :class:`RefusedError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import Coroutine, Iterable, Mapping
+from typing import Any, TypeVar
+
+from io_harness.contract import TaskContract
+from io_harness.errors import ConfigError, RefusedError
+from io_harness.policy._approval import Approver
+from io_harness.policy._gate import Gate, canonical_argv
+from io_harness.policy._policy import Policy
+from io_harness.policy._rules import Effect
+from io_harness.pricing import PriceTable
+from io_harness.providers import Provider, members_of
+from io_harness.store import Store
+from io_harness.tools._caller import Toolbox
+
+__all__ = [
+    "caller_toolbox",
+    "check_criterion",
+    "check_prices",
+    "check_provider",
+    "check_types",
+    "checked_labels",
+    "new_run_id",
+    "sync",
+]
+
+T = TypeVar("T")
+
+
+def new_run_id() -> str:
+    """A fresh run id: its start time, sortable, and a random suffix."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    coroutine.close()
+    raise ConfigError("called from inside a running event loop; await the async form instead")
+
+
+def caller_toolbox(tools: object) -> Toolbox:
+    """The caller's tools as a validated :class:`Toolbox`."""
+    if tools is None:
+        return Toolbox()
+    if isinstance(tools, Toolbox):
+        box = tools
+    elif isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Iterable):
+        raise ConfigError(f"tools must be a Toolbox or a list of tools, not {type(tools).__name__}")
+    else:
+        box = Toolbox(tools)
+    box.validate()
+    return box
+
+
+def check_provider(provider: object) -> None:
+    if not isinstance(provider, Provider):
+        raise ConfigError(
+            f"{type(provider).__name__} is not a Provider: it needs name, model, "
+            "endpoints() and async complete(request)"
+        )
+    for attribute in ("name", "model"):
+        value = getattr(provider, attribute)
+        if not isinstance(value, str) or not value:
+            raise ConfigError(
+                f"the provider's {attribute} must be a non-empty string, not {value!r}"
+            )
+
+
+def check_types(*, store: object, policy: object, approver: object, prices: object) -> None:
+    """Options of the wrong type are ConfigErrors here, not failures deep in a run."""
+    if store is not None and not isinstance(store, Store):
+        raise ConfigError(f"store must be a Store, not {type(store).__name__}")
+    if policy is not None and not isinstance(policy, Policy):
+        raise ConfigError(f"policy must be a Policy, not {type(policy).__name__}")
+    if approver is not None and not isinstance(approver, Approver):
+        raise ConfigError(
+            f"{type(approver).__name__} is not an Approver: it needs "
+            "async decide(request, context) -> Decision"
+        )
+    if prices is not None and not isinstance(prices, PriceTable):
+        raise ConfigError(f"prices must be a PriceTable, not {type(prices).__name__}")
+
+
+def check_prices(contract: TaskContract, provider: Provider, prices: PriceTable | None) -> None:
+    """A cost budget needs a price for every model the run may ask."""
+    if contract.budget.max_cost is None:
+        return
+    for member in members_of(provider):
+        if prices is None or prices.price_for(member.model) is None:
+            raise ConfigError(
+                f"the budget has max_cost but {member.name} model {member.model!r} has no "
+                "price; give the harness a PriceTable (ioh: --prices FILE) that prices it"
+            )
+
+
+def checked_labels(labels: Mapping[str, str] | None) -> dict[str, str]:
+    if labels is None:
+        return {}
+    if not isinstance(labels, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+    ):
+        raise ConfigError("labels must map strings to strings")
+    return dict(labels)
+
+
+def check_criterion(contract: TaskContract, gate: Gate) -> None:
+    """The criterion cannot ask a person: each command it runs must be allowed outright."""
+    for argv in contract.verify.commands():
+        verdict = gate.check_outright(canonical_argv(argv))
+        if verdict.effect is not Effect.ALLOW:
+            program = argv[0].rsplit("/", 1)[-1]
+            raise RefusedError(
+                f"the criterion runs {argv[0]!r}, but {verdict.describe()}; a check "
+                "cannot wait for approval, so the policy must allow it outright "
+                f"(.allow_exec({program!r}), or allow_exec = [{program!r}] in a "
+                "[policy.layers.NAME] table)"
+            )
