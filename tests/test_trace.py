@@ -133,7 +133,7 @@ async def test_a_row_that_does_not_load_is_a_storage_error_naming_its_table(
     result = await run(fixing(project), ScriptedProvider([reply(calls=[FIX])]), store=store)
     sql(store, "UPDATE events SET data = 'not json' WHERE seq = 1")
 
-    with pytest.raises(StorageError, match=f"run '{result.run_id}' holds a events row"):
+    with pytest.raises(StorageError, match=f"run '{result.run_id}' holds a row of events"):
         store.trace(result.run_id)
 
 
