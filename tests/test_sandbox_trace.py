@@ -307,9 +307,9 @@ async def test_a_version_3_store_opens_migrates_and_resumes(root: Path, tmp_path
 
 
 def _as_version_3(path: Path) -> None:
-    """Take the file back to what version 3 wrote: nothing of versions 4 and 5."""
+    """Take the file back to what version 3 wrote: nothing of versions 4 to 6."""
     with contextlib.closing(sqlite3.connect(path)) as db:
-        for table in ("memory_log", "memory", "sandbox_events"):
+        for table in ("mcp_events", "memory_log", "memory", "sandbox_events"):
             db.execute(f"DROP TABLE {table}")
         for table, column in (("runs", "prices"), ("runs", "setup"), ("runs", "sandbox"),
                               ("tool_calls", "kind"), ("tool_calls", "duration"),

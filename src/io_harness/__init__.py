@@ -121,6 +121,7 @@ if TYPE_CHECKING:
     from io_harness.store import (
         ApprovalTrace,
         EventTrace,
+        McpEventTrace,
         MemoryAuthor,
         MemoryEntry,
         MemoryLimits,
@@ -259,6 +260,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "MemoryAuthor",
         "MemoryEntry",
         "MemoryLimits",
+        "McpEventTrace",
         "MemoryTrace",
         "PermissionTrace",
         "ProviderCallTrace",
@@ -329,6 +331,7 @@ __all__ = [
     "HarnessOptions",
     "Layer",
     "McpError",
+    "McpEventTrace",
     "MemoryAuthor",
     "MemoryEntry",
     "MemoryLimits",

@@ -10,6 +10,7 @@ from io_harness.store._sqlite import SqliteStore
 from io_harness.store._trace import (
     ApprovalTrace,
     EventTrace,
+    McpEventTrace,
     MemoryTrace,
     PermissionTrace,
     ProviderCallTrace,
@@ -24,6 +25,7 @@ from io_harness.store._trace import (
 __all__ = [
     "ApprovalTrace",
     "EventTrace",
+    "McpEventTrace",
     "MemoryAuthor",
     "MemoryEntry",
     "MemoryLimits",

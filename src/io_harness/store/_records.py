@@ -16,6 +16,7 @@ __all__ = [
     "ApprovalRow",
     "EventRow",
     "Finish",
+    "McpEventRow",
     "NewRun",
     "PermissionRow",
     "ProviderAttempt",
@@ -149,6 +150,16 @@ class SandboxEventRow:
 
 
 @dataclass(frozen=True, slots=True)
+class McpEventRow:
+    """One thing an MCP server of the run did: start, handshake, list, call, restart, close."""
+
+    server: str
+    kind: str
+    detail_json: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
 class ApprovalRow:
     """An action an approver deferred, with the step it interrupted.
 
@@ -197,6 +208,7 @@ class StepRecord:
     events: list[EventRow] = field(default_factory=list)
     permissions: list[PermissionRow] = field(default_factory=list)
     sandbox_events: list[SandboxEventRow] = field(default_factory=list)
+    mcp_events: list[McpEventRow] = field(default_factory=list)
     finish: Finish | None = None
     remembered_json: str | None = None
     """The run's whole list of remembered rules, when this step changed it."""

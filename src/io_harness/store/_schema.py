@@ -212,7 +212,21 @@ CREATE TABLE memory_log (
 CREATE INDEX memory_log_by_run ON memory_log (run_id, seq);
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
+_V6 = """
+-- What the run's MCP servers did: start, handshake, list, call, restart, close.
+CREATE TABLE mcp_events (
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    seq    INTEGER NOT NULL,                     -- order within the run
+    step   INTEGER NOT NULL,                     -- 0: while the run started
+    server TEXT NOT NULL,
+    kind   TEXT NOT NULL,                  -- start | handshake | list | call | restart | close
+    detail TEXT NOT NULL,                        -- JSON: tool, duration, outcome, tool count, error
+    at     REAL NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 """``MIGRATIONS[n]`` takes a store from version ``n`` to ``n + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

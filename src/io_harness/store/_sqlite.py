@@ -45,6 +45,7 @@ from io_harness.store._step_sql import USAGE_COLUMNS, insert_events, insert_mess
 from io_harness.store._trace import (
     ApprovalTrace,
     EventTrace,
+    McpEventTrace,
     MemoryTrace,
     PermissionTrace,
     ProviderCallTrace,
@@ -377,6 +378,7 @@ class SqliteStore(Store):
             permissions=self._records(run_id, PermissionTrace, "permissions", "seq"),
             approvals=self._records(run_id, ApprovalTrace, "approvals", "created_at, id"),
             sandbox_events=self._records(run_id, SandboxEventTrace, "sandbox_events", "seq"),
+            mcp_events=self._records(run_id, McpEventTrace, "mcp_events", "seq"),
             sandbox=SandboxChoiceTrace.from_json(row["sandbox"]),
             memory=self.memory_log(run_id),
         )

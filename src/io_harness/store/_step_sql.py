@@ -16,11 +16,12 @@ from io_harness.store._approvals_sql import (
     insert_permissions,
     write_approvals,
 )
-from io_harness.store._records import EventRow, Finish, SandboxEventRow, StepRecord
+from io_harness.store._records import EventRow, Finish, McpEventRow, SandboxEventRow, StepRecord
 
 __all__ = [
     "USAGE_COLUMNS",
     "insert_events",
+    "insert_mcp_events",
     "insert_messages",
     "insert_sandbox_events",
     "usage_values",
@@ -104,6 +105,7 @@ def write_step(db: sqlite3.Connection, run_id: str, record: StepRecord) -> None:
     insert_events(db, run_id, record.events)
     insert_permissions(db, run_id, record.step, record.permissions)
     insert_sandbox_events(db, run_id, record.step, record.sandbox_events)
+    insert_mcp_events(db, run_id, record.step, record.mcp_events)
     write_approvals(db, run_id, record)
     for column, value in (("remembered", record.remembered_json),
                           ("policy", record.policy_json),
@@ -208,6 +210,25 @@ def insert_sandbox_events(
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (run_id, seq, step, e.call_id, e.kind, e.backend, e.detail_json, e.at)
+            for seq, e in enumerate(rows, start=last + 1)
+        ],
+    )
+
+
+def insert_mcp_events(
+    db: sqlite3.Connection, run_id: str, step: int, rows: Sequence[McpEventRow]
+) -> None:
+    """Append what the run's MCP servers did, numbered on from the run's last."""
+    if not rows:
+        return
+    (last,) = db.execute(
+        "SELECT coalesce(max(seq), 0) FROM mcp_events WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    db.executemany(
+        "INSERT INTO mcp_events (run_id, seq, step, server, kind, detail, at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (run_id, seq, step, e.server, e.kind, e.detail_json, e.at)
             for seq, e in enumerate(rows, start=last + 1)
         ],
     )

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ApprovalTrace",
     "EventTrace",
+    "McpEventTrace",
     "MemoryTrace",
     "PermissionTrace",
     "ProviderCallTrace",
@@ -263,6 +264,26 @@ class ApprovalTrace(TraceRecord):
         return _json(value)
 
 
+class McpEventTrace(TraceRecord):
+    """One thing an MCP server of the run did (``mcp_events``)."""
+
+    seq: int
+    """Order within the run, from 1."""
+    step: int
+    """The step it happened in; 0 while the run started."""
+    server: str
+    kind: str
+    """``start``, ``handshake``, ``list``, ``call``, ``restart`` or ``close``."""
+    detail: dict[str, Any]
+    """What ``kind`` says: the tool, its duration and outcome, the tool count, an error."""
+    at: float
+
+    @field_validator("detail", mode="before")
+    @classmethod
+    def _decode(cls, value: object) -> object:
+        return _json(value)
+
+
 class SandboxEventTrace(TraceRecord):
     """One thing the sandbox did for a command (``sandbox_events``)."""
 
@@ -353,6 +374,8 @@ class Trace(BaseModel):
     """The sandbox of the run's last start (``None``: stored before sandboxes were recorded)."""
     memory: tuple[MemoryTrace, ...] = ()
     """Every change the run made to memory: set, forget, evict."""
+    mcp_events: tuple[McpEventTrace, ...] = ()
+    """What the run's MCP servers did: start, handshake, list, call, restart, close."""
 
 
 def _usage(row: StepTrace | ProviderCallTrace) -> Usage:
