@@ -154,13 +154,16 @@ def test_policy_explain_names_the_rule_and_layer(
     assert "unknown act 'delete'; the acts are: read, write, exec, net" in capsys.readouterr().err
 
 
-def test_a_contract_without_a_policy_runs_permissively_and_explain_says_so(
+def test_a_contract_without_a_policy_runs_under_the_default_and_explain_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     project = Project(tmp_path, policy="")
 
     assert main(["policy", "explain", str(project.contract), "write", ".env"]) == 0
-    assert "has no [policy]; runs use the permissive one" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "has no [policy]; runs use the default one: write .env: allow" in out
+    assert main(["policy", "explain", str(project.contract), "net", "pypi.org"]) == 0
+    assert "net pypi.org: deny (the default for net)" in capsys.readouterr().out
 
 
 def test_a_mistake_in_the_policy_table_is_one_line_naming_the_key(

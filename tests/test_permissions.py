@@ -406,12 +406,12 @@ async def test_resuming_under_another_policy_must_be_explicit(repo: Path, store:
     assert started[-1].data["policy_replaced"] is True
 
 
-async def test_a_run_started_without_a_policy_stores_the_permissive_one(
+async def test_a_run_started_without_a_policy_stores_the_default_one(
     repo: Path, store: Store
 ) -> None:
     result = await run(contract(repo), ScriptedProvider([reply("nothing")]), store=store)
     stored = store.load_run(result.run_id).policy_json
-    assert stored is not None and Policy.model_validate_json(stored) == Policy.permissive()
+    assert stored is not None and Policy.model_validate_json(stored) == Policy.default()
 
 
 def worker(*args: str) -> dict[str, Any]:

@@ -112,7 +112,7 @@ def test_a_verdict_reports_the_normalised_target() -> None:
     assert verdict == Verdict(act=Act.WRITE, target="src/app.py", effect=Effect.ASK)
 
 
-def test_the_default_policy_reads_freely_asks_to_write_and_run_and_denies_the_network() -> None:
+def test_the_guarded_policy_reads_freely_asks_to_write_and_run_and_denies_the_network() -> None:
     assert Policy.guarded().defaults == {
         Act.READ: Effect.ALLOW,
         Act.WRITE: Effect.ASK,
@@ -124,7 +124,7 @@ def test_the_default_policy_reads_freely_asks_to_write_and_run_and_denies_the_ne
 @pytest.mark.parametrize(
     "secret", [".env", "a/b/c.pem", "deep/server.key", "id_rsa", "h/id_ed25519"]
 )
-def test_the_default_policy_denies_reading_and_writing_secrets(secret: str) -> None:
+def test_the_guarded_policy_denies_reading_and_writing_secrets(secret: str) -> None:
     assert effect(Policy.guarded(), Act.READ, secret) is Effect.DENY
     assert effect(Policy.guarded(), Act.WRITE, secret) is Effect.DENY
 
@@ -133,6 +133,25 @@ def test_the_permissive_policy_allows_every_act() -> None:
     policy = Policy.permissive()
     assert policy.layers == ()
     assert {effect(policy, act, "x") for act in Act} == {Effect.ALLOW}
+
+
+def test_the_default_policy_allows_every_act_but_the_network() -> None:
+    policy = Policy.default()
+    assert policy.layers == ()
+    assert {act: effect(policy, act, "x") for act in Act} == {
+        Act.READ: Effect.ALLOW,
+        Act.WRITE: Effect.ALLOW,
+        Act.EXEC: Effect.ALLOW,
+        Act.NET: Effect.DENY,
+    }
+
+
+def test_a_layer_of_yours_cannot_take_the_provider_layers_name(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="'provider' is the name of the layer a run adds"):
+        Policy.default().layer("provider")
+    path = write_toml(tmp_path, "[policy.layers.provider]\nallow_net = ['x']\n")
+    with pytest.raises(ConfigError, match=r"policy\.layers\.provider: the name of the layer a run"):
+        Policy.from_toml(path)
 
 
 def test_an_unknown_act_is_a_config_error() -> None:
@@ -541,6 +560,11 @@ def test_a_toml_policy_may_start_from_the_permissive_base(tmp_path: Path) -> Non
     assert Policy.from_toml(path) == Policy.permissive()
 
 
+def test_a_toml_policy_may_start_from_the_default_base(tmp_path: Path) -> None:
+    path = write_toml(tmp_path, "[policy]\nbase = 'default'\n")
+    assert Policy.from_toml(path) == Policy.default()
+
+
 def test_toml_layers_keep_document_order(tmp_path: Path) -> None:
     text = "[policy.layers.zeta]\ndeny_net = ['a']\n[policy.layers.alpha]\ndeny_net = ['a']\n"
     policy = Policy.from_toml(write_toml(tmp_path, text))
@@ -571,9 +595,9 @@ def test_from_table_builds_from_a_parsed_table_and_names_where_it_came_from() ->
         ("[policy]\ndefaults = 'deny'", "policy.defaults: expected a table, not a string"),
         (
             "[policy]\nbase = 'lenient'",
-            "policy.base: expected one of guarded, permissive, not 'lenient'",
+            "policy.base: expected one of guarded, default, permissive, not 'lenient'",
         ),
-        ("[policy]\nbase = 3", "policy.base: expected one of guarded, permissive, not 3"),
+        ("[policy]\nbase = 3", "policy.base: expected one of guarded, default, permissive, not 3"),
         ("[policy]\nrules = []", "policy.rules: unknown key; the keys are: base, defaults, layers"),
         ("[policy]\nlayers = ['app']", "policy.layers: expected a table, not a list"),
         ("[policy.layers]\napp = 'allow'", "policy.layers.app: expected a table of rules"),

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         run,
         run_sync,
     )
+    from io_harness._mcp import McpEvent, McpServer
     from io_harness.contract import (
         Budget,
         TaskContract,
@@ -159,6 +160,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "io_harness._mcp": ("McpEvent", "McpServer"),
     "io_harness._harness": (
         "Harness",
         "HarnessOptions",
@@ -331,7 +333,9 @@ __all__ = [
     "HarnessOptions",
     "Layer",
     "McpError",
+    "McpEvent",
     "McpEventTrace",
+    "McpServer",
     "MemoryAuthor",
     "MemoryEntry",
     "MemoryLimits",

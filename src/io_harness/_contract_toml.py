@@ -20,7 +20,9 @@ A workspace contract may add optional tools: ``tools = ["exec"]``. A
 contract may name a folder of skills the agent may read: ``skills = "skills"``.
 
 A ``[policy]`` table is not part of the contract: :meth:`Policy.from_toml`
-reads it, and ``ioh run`` governs the run by it. Nor is a ``[sandbox]`` table
+reads it, and ``ioh run`` governs the run by it. Nor are ``[[mcp]]`` tables
+(each an :class:`~io_harness.McpServer`; :func:`mcp_servers` reads them and
+``ioh run`` starts them), nor a ``[sandbox]`` table
 (the fields of :class:`~io_harness.sandbox.SandboxConfig`; its limits in
 ``[sandbox.limits]``): :func:`sandbox_config` reads it, and ``ioh run`` selects
 the run's sandbox by it. Both are checked when the contract loads.
@@ -33,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from io_harness._mcp import McpServer, servers_from_tables
 from io_harness._validation import describe_validation, loading, read_config_text, read_toml
 from io_harness.errors import ConfigError
 from io_harness.sandbox import SandboxConfig
@@ -40,13 +43,13 @@ from io_harness.sandbox import SandboxConfig
 if TYPE_CHECKING:
     from io_harness.contract import TaskContract
 
-__all__ = ["load_contract", "sandbox_config", "sandbox_table"]
+__all__ = ["load_contract", "mcp_servers", "sandbox_config", "sandbox_table"]
 
 _KEYS = {
     "goal", "root", "file", "verify", "constraints", "budget", "tools", "skills", "policy",
-    "sandbox",
+    "sandbox", "mcp",
 }  # fmt: skip
-_NOT_CONTRACT = ("root", "file", "policy", "sandbox")
+_NOT_CONTRACT = ("root", "file", "policy", "sandbox", "mcp")
 # The subject is rebuilt from root or file; the policy is Policy's; the sandbox is the run's.
 
 
@@ -64,6 +67,8 @@ def load_contract(cls: type[TaskContract], path: Path) -> TaskContract:
         raise ConfigError(f"{path}: give exactly one of 'root' (a workspace) or 'file'")
     if "sandbox" in data:
         sandbox_table(data["sandbox"], path)
+    if "mcp" in data:
+        servers_from_tables(data["mcp"], str(path), folder=folder)
     fields: dict[str, Any] = {k: v for k, v in data.items() if k not in _NOT_CONTRACT}
     for key in ("root", "file", "skills"):
         if key in data and not isinstance(data[key], str):
@@ -104,6 +109,14 @@ def _criterion(value: Any, folder: Path, path: Path, key: str) -> Any:
             for i, part in enumerate(value["criteria"])
         ]
     return value
+
+
+def mcp_servers(path: Path) -> tuple[McpServer, ...]:
+    """The MCP servers of the ``[[mcp]]`` tables of a contract file (none: an empty tuple)."""
+    data = read_toml(path, "contract")
+    if "mcp" not in data:
+        return ()
+    return tuple(servers_from_tables(data["mcp"], str(path), folder=path.parent.absolute()))
 
 
 def sandbox_config(path: Path) -> SandboxConfig | None:

@@ -10,13 +10,17 @@ caller's tools, skills and memory. The module-level :func:`run` and
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TypedDict, Unpack
 
+from io_harness._mcp import McpServer, McpSessions, check_servers
+from io_harness._net import RunNet, checking
 from io_harness._preflight import (
     caller_toolbox,
     check_criterion,
+    check_endpoints,
+    check_mcp_start,
     check_prices,
     check_provider,
     check_types,
@@ -30,10 +34,12 @@ from io_harness.loop import (
     DEFAULT_SANDBOX,
     Engine,
     RunResult,
+    RunSandbox,
     RunSetup,
     SandboxChoice,
     build_tools,
     choose_sandbox,
+    mcp_sessions,
     memory_scope,
 )
 from io_harness.loop._context import system_prompt, task_message
@@ -51,7 +57,7 @@ from io_harness.store import Store
 from io_harness.store._records import NewRun
 from io_harness.tools._caller import Tool, Toolbox
 from io_harness.tools._memory import memory_notes
-from io_harness.tools._skills import discover_skills
+from io_harness.tools._skills import Skill, discover_skills
 
 __all__ = ["Harness", "HarnessOptions", "resume", "resume_sync", "run", "run_sync"]
 
@@ -68,6 +74,7 @@ class HarnessOptions(TypedDict, total=False):
     tools: Toolbox | Iterable[Tool] | None
     skills: str | Path | None
     memory: bool
+    mcp: Sequence[McpServer] | None
 
 
 class Harness:
@@ -76,10 +83,12 @@ class Harness:
     - ``provider``: the model (any :class:`~io_harness.Provider`).
     - ``store``: where runs live; an in-memory store when omitted, kept for
       the harness's life so its runs can be resumed and listed.
-    - ``policy``: governs every act of the agent's tools and the criterion;
-      :meth:`Policy.permissive` when omitted (the file tools stay in the
-      workspace either way, and commands in the sandbox unless it is
-      :data:`NO_SANDBOX`). It is stored with each run.
+    - ``policy``: governs every act of the agent's tools and the criterion,
+      and every connection the harness opens; :meth:`Policy.default` when
+      omitted: net denied, the rest allowed (the file tools stay in the
+      workspace either way, commands in the sandbox unless it is
+      :data:`NO_SANDBOX`, and the provider reaches its endpoints through the
+      run's ``provider`` layer). It is stored with each run.
     - ``approver``: decides what the policy asks about; without one an ask
       defers the run (``AWAITING_APPROVAL``) until :meth:`resume` is given a
       decision, in any later process.
@@ -116,6 +125,7 @@ class Harness:
         tools: Toolbox | Iterable[Tool] | None = None,
         skills: str | Path | None = None,
         memory: bool = False,
+        mcp: Sequence[McpServer] | None = None,
     ) -> None:
         check_provider(provider)
         check_types(store=store, policy=policy, approver=approver, prices=prices)
@@ -140,6 +150,8 @@ class Harness:
         if self.skills is not None:
             discover_skills((self.skills,))  # a bad folder is said now; each run reads it again
         self.memory = memory
+        self.mcp: tuple[McpServer, ...] = tuple(mcp) if mcp is not None else ()
+        check_servers(self.mcp)
 
     def __repr__(self) -> str:
         return f"Harness({self.provider.name}:{self.provider.model}, store={self.store!r})"
@@ -169,8 +181,8 @@ class Harness:
         string pairs stored with the run, for the caller's bookkeeping.
 
         Configuration mistakes raise :class:`ConfigError`, a criterion whose
-        commands the policy does not allow outright raises
-        :class:`RefusedError`, and a sandbox configuration no backend here can
+        commands or a provider endpoint the policy does not allow outright
+        raises :class:`RefusedError`, and a sandbox configuration no backend here can
         give raises :class:`SandboxError` — all before any provider call;
         everything after is in the returned :class:`RunResult`.
         """
@@ -182,61 +194,83 @@ class Harness:
         check_prices(contract, self.provider, self.prices)
         labels = checked_labels(labels)
         run_id = run_id or new_run_id()
-        policy = self.policy if self.policy is not None else Policy.permissive()
+        policy = self.policy if self.policy is not None else Policy.default()
         gate = Gate(policy, self.approver, goal=contract.goal, run_id=run_id)
+        net = RunNet.of(gate, self.provider)
         check_criterion(contract, gate)
+        check_endpoints(self.provider, net)
         folders = tuple(dict.fromkeys(f for f in (self.skills, contract.skills) if f is not None))
         skills = discover_skills(folders)
+        check_mcp_start(self.mcp, gate)
         caller = self._tools_now()
-        setup = RunSetup.of(caller, folders, skills, self.memory)
+        setup = RunSetup.of(caller, folders, skills, self.memory, self.mcp)
         chosen = choose_sandbox(self.sandbox)
         store = self.store
-        with store.lease(run_id):
-            started_at = time.time()
-            tools = build_tools(
-                contract,
-                gate,
-                chosen,
-                started_at,
-                caller=caller,
-                skills=skills,
-                memory=store if self.memory else None,
-            )
-            notes = (
-                memory_notes(store.memory_entries(memory_scope(contract))) if self.memory else None
-            )
-            started = run_started(run_id, 0, contract, self.provider, resumed=False)
-            store.create_run(
-                NewRun(
-                    id=run_id,
-                    goal=contract.goal,
-                    contract_json=contract.model_dump_json(),
-                    system_prompt=system_prompt(contract, tools.names, skills),
-                    tools_json="[" + ",".join(s.model_dump_json() for s in tools.specs) + "]",
-                    provider=self.provider.name,
-                    model=self.provider.model,
-                    started_at=started_at,
-                    messages=(task_message(contract, notes),),
-                    events=(event_row(started),),
-                    policy_json=policy.model_dump_json(),
-                    labels=labels,
-                    sandbox_json=chosen.record_json(),
-                    prices_json=self.prices.to_json() if self.prices is not None else None,
-                    setup_json=setup.model_dump_json(),
+        with store.lease(run_id), checking(net):
+            async with mcp_sessions(self.mcp) as sessions:
+                return await self._start(
+                    contract, run_id, labels, gate, chosen, caller, skills, setup, sessions
                 )
+
+    async def _start(
+        self,
+        contract: TaskContract,
+        run_id: str,
+        labels: dict[str, str],
+        gate: Gate,
+        chosen: RunSandbox,
+        caller: Toolbox,
+        skills: tuple[Skill, ...],
+        setup: RunSetup,
+        sessions: McpSessions | None,
+    ) -> RunResult:
+        """Store the new run and drive it, with its MCP sessions open."""
+        store = self.store
+        started_at = time.time()
+        tools = build_tools(
+            contract,
+            gate,
+            chosen,
+            started_at,
+            caller=caller,
+            skills=skills,
+            memory=store if self.memory else None,
+            mcp=sessions,
+        )
+        notes = memory_notes(store.memory_entries(memory_scope(contract))) if self.memory else None
+        started = run_started(run_id, 0, contract, self.provider, resumed=False)
+        store.create_run(
+            NewRun(
+                id=run_id,
+                goal=contract.goal,
+                contract_json=contract.model_dump_json(),
+                system_prompt=system_prompt(contract, tools.names, skills),
+                tools_json="[" + ",".join(s.model_dump_json() for s in tools.specs) + "]",
+                provider=self.provider.name,
+                model=self.provider.model,
+                started_at=started_at,
+                messages=(task_message(contract, notes),),
+                events=(event_row(started),),
+                policy_json=gate.policy.model_dump_json(),
+                labels=labels,
+                sandbox_json=chosen.record_json(),
+                prices_json=self.prices.to_json() if self.prices is not None else None,
+                setup_json=setup.model_dump_json(),
             )
-            engine = Engine(
-                contract,
-                self.provider,
-                store,
-                tools,
-                store.load_run(run_id),
-                self.observer,
-                self.prices,
-                gate,
-                chosen,
-            )
-            return await engine.drive(resumed=False)
+        )
+        engine = Engine(
+            contract,
+            self.provider,
+            store,
+            tools,
+            store.load_run(run_id),
+            self.observer,
+            self.prices,
+            gate,
+            chosen,
+            sessions,
+        )
+        return await engine.drive(resumed=False)
 
     async def resume(
         self,
@@ -286,24 +320,40 @@ class Harness:
                 stored, contract, self.approver, self.policy, replace_policy
             )
             resumption = Resumption(stored.pending, decision_for(stored, gate, decision), replaced)
+            net = RunNet.of(gate, self.provider)
             check_criterion(contract, gate)
+            check_endpoints(self.provider, net)
             setup = RunSetup.stored(stored)
             caller = setup.caller_tools_from(self._tools_now(), run_id)
             skills = setup.skills_again(run_id)
+            servers = setup.mcp_from(self.mcp, run_id)
+            check_mcp_start(servers, gate)
             chosen = choose_sandbox(self.sandbox, stored.sandbox_json, run_id)
-            tools = build_tools(
-                contract,
-                gate,
-                chosen,
-                stored.started_at,
-                caller=caller,
-                skills=skills,
-                memory=store if setup.memory else None,
-            )
-            engine = Engine(
-                contract, self.provider, store, tools, stored, self.observer, prices, gate, chosen
-            )
-            return await engine.drive(resumed=True, resumption=resumption)
+            with checking(net):
+                async with mcp_sessions(servers) as sessions:
+                    tools = build_tools(
+                        contract,
+                        gate,
+                        chosen,
+                        stored.started_at,
+                        caller=caller,
+                        skills=skills,
+                        memory=store if setup.memory else None,
+                        mcp=sessions,
+                    )
+                    engine = Engine(
+                        contract,
+                        self.provider,
+                        store,
+                        tools,
+                        stored,
+                        self.observer,
+                        prices,
+                        gate,
+                        chosen,
+                        sessions,
+                    )
+                    return await engine.drive(resumed=True, resumption=resumption)
 
     def run_sync(
         self,

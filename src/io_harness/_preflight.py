@@ -1,7 +1,8 @@
 """What a harness checks before a run starts: each mistake is an error before any provider call.
 
 Configuration mistakes are :class:`ConfigError`; a criterion whose commands
-the policy does not allow outright is a :class:`RefusedError`.
+the policy does not allow outright, or a provider endpoint it does not, is a
+:class:`RefusedError`.
 """
 
 from __future__ import annotations
@@ -9,15 +10,17 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from io_harness._mcp import McpServer
+from io_harness._net import RunNet
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, RefusedError
 from io_harness.policy._approval import Approver
 from io_harness.policy._gate import Gate, canonical_argv
 from io_harness.policy._policy import Policy
-from io_harness.policy._rules import Effect
+from io_harness.policy._rules import Act, Effect
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider, members_of
 from io_harness.store import Store
@@ -26,6 +29,8 @@ from io_harness.tools._caller import Toolbox
 __all__ = [
     "caller_toolbox",
     "check_criterion",
+    "check_endpoints",
+    "check_mcp_start",
     "check_prices",
     "check_provider",
     "check_types",
@@ -127,4 +132,50 @@ def check_criterion(contract: TaskContract, gate: Gate) -> None:
                 "cannot wait for approval, so the policy must allow it outright "
                 f"(.allow_exec({program!r}), or allow_exec = [{program!r}] in a "
                 "[policy.layers.NAME] table)"
+            )
+
+
+def check_endpoints(provider: Provider, net: RunNet) -> None:
+    """The model cannot wait for a person: each endpoint must be allowed outright.
+
+    The ``provider`` layer allows every endpoint, so only a deny rule (which
+    beats any allow) or an ask rule (which beats it too) refuses one. An ask
+    is refused rather than asked: the provider's calls happen mid-step, where
+    a run cannot stop to wait, and a run that could never call its model is
+    better refused before it starts.
+    """
+    for member in members_of(provider):
+        for endpoint in member.endpoints():
+            verdict = net.provider_verdict(endpoint)
+            if verdict.effect is Effect.ALLOW:
+                continue
+            if verdict.effect is Effect.ASK:
+                raise RefusedError(
+                    f"{member.name} connects to {endpoint}, but {verdict.describe()}; an "
+                    "ask cannot be answered for the model's own endpoint (the provider "
+                    "calls it mid-step), so the policy must not ask about it: narrow the "
+                    "ask rule"
+                )
+            raise RefusedError(
+                f"{member.name} connects to {endpoint}, but {verdict.describe()}; a deny "
+                "rule wins over the provider layer's allow, so the run could never reach "
+                "its model: remove the rule or choose another provider"
+            )
+
+
+def check_mcp_start(servers: Sequence[McpServer], gate: Gate) -> None:
+    """Starting a server is an act: exec of its program, or net of its ``host:port``.
+
+    A server starts before the first step, where no one can be asked, so the
+    policy must allow it outright; the verdict is a trace row either way.
+    """
+    for server in servers:
+        access = server.start_access()
+        verdict = gate.check_outright(access)
+        if verdict.effect is not Effect.ALLOW:
+            how = "allow_exec" if access.act is Act.EXEC else "allow_net"
+            raise RefusedError(
+                f"MCP server {server.name!r}: starting it is {verdict.describe()}; a server "
+                f"starts before the first step and cannot wait for approval, so the policy "
+                f"must allow it outright ({how}({verdict.target!r}))"
             )

@@ -31,6 +31,7 @@ ProviderErrorKind = Literal[
     "bad_response",
     "bad_request",
     "context_overflow",
+    "refused",
 ]
 
 TRANSIENT_KINDS: frozenset[ProviderErrorKind] = frozenset(
@@ -72,7 +73,8 @@ class ProviderError(HarnessError):
     ``kind`` says what failed and decides whether the harness retries:
     ``rate_limited``, ``server``, ``timeout``, ``network`` and ``bad_response``
     (a body or stream that is malformed or cut off) are transient and retried;
-    ``auth``, ``bad_request`` and ``context_overflow`` are not.
+    ``auth``, ``bad_request``, ``context_overflow`` and ``refused`` (the
+    policy refused the connection: see ``docs/network.md``) are not.
     ``retry_after`` is the wait in seconds the provider asked for, if any.
     """
 

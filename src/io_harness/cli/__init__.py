@@ -153,6 +153,13 @@ def _parser() -> argparse.ArgumentParser:
 
     _add_permission_commands(commands)
     _add_memory_commands(commands)
+    mcp = commands.add_parser("mcp", help="the tools a contract's MCP servers offer")
+    mcp_commands = mcp.add_subparsers(dest="mcp_command", required=True, metavar="WHAT")
+    sub = mcp_commands.add_parser(
+        "list", help="connect to a contract's [[mcp]] servers and list their tools and verdicts"
+    )
+    sub.add_argument("file", type=Path, help="a contract file with [[mcp]] tables")
+    sub.set_defaults(handler="_mcp:cmd_mcp_list")
 
     sub = _with_store(commands.add_parser("runs", help="list runs, newest first"))
     sub.add_argument("--limit", type=int, default=20, help="how many (default: 20)")
@@ -212,10 +219,23 @@ def _add_permission_commands(commands: Any) -> None:
     sub.add_argument("file", type=Path, help="a contract or policy file with [policy]")
     sub.add_argument("act", help="read, write, exec or net")
     sub.add_argument("target", help="a workspace path, a program, or host[:port]")
-    sub.set_defaults(handler="_commands:cmd_policy_explain")
+    _with_provider_layer(sub)
+    sub.set_defaults(handler="_permissions:cmd_policy_explain")
     sub = policy_commands.add_parser("show", help="every layer and rule, in order")
     sub.add_argument("file", type=Path, help="a contract or policy file with [policy]")
-    sub.set_defaults(handler="_commands:cmd_policy_show")
+    _with_provider_layer(sub)
+    sub.set_defaults(handler="_permissions:cmd_policy_show")
+
+
+def _with_provider_layer(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--provider",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="count the 'provider' layer a run with this provider gets (its endpoints, "
+        "for the provider's own connections); give it again for fallbacks",
+    )
 
 
 def _handler(name: str) -> Callable[[argparse.Namespace, Console], int]:

@@ -15,24 +15,24 @@ from typing import Any
 
 from rich.console import Console
 
-from io_harness._contract_toml import sandbox_config
+from io_harness._contract_toml import mcp_servers, sandbox_config
 from io_harness._demo import CASSETTE, prepare, use_this_python
 from io_harness._harness import Harness
 from io_harness.cli import DEFAULT_STORE, EXIT_AWAITING, EXIT_NOT_VERIFIED
 from io_harness.cli._launch import (
     launch_labels,
+    mcp_label,
     prices_for,
     replay_label,
+    stored_mcp,
     stored_provider,
 )
 from io_harness.cli._permissions import (
     PausedStatus,
     approver_for,
     decide_pending,
-    explain_line,
     policy_for,
     render_pending,
-    show_console_policy,
 )
 from io_harness.cli._render import LiveReport, render_result, render_runs, render_trace
 from io_harness.cli._sandbox import sandbox_choice
@@ -50,8 +50,6 @@ __all__ = [
     "cmd_decide",
     "cmd_demo",
     "cmd_pending",
-    "cmd_policy_explain",
-    "cmd_policy_show",
     "cmd_resume",
     "cmd_run",
     "cmd_runs",
@@ -92,6 +90,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     sandbox = sandbox_choice(args, console)
     if sandbox is DEFAULT_SANDBOX:
         sandbox = sandbox_config(args.contract) or DEFAULT_SANDBOX
+    servers = mcp_servers(args.contract)
+    labels = launch_labels(args) | mcp_label(args.contract, servers)
     with Store.open(args.store) as store:
         result = _drive(
             console,
@@ -104,7 +104,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
                 approver=approver,
                 sandbox=sandbox,
                 memory=args.memory,
-            ).run(contract, run_id=args.run_id, labels=launch_labels(args)),
+                mcp=servers,
+            ).run(contract, run_id=args.run_id, labels=labels),
             approver,
         )
     return _finish(console, result, args)
@@ -155,6 +156,7 @@ def _resume(
             approver=approver,
             policy=policy,
             sandbox=sandbox,
+            mcp=stored_mcp(store, args.run_id),
         ).resume(args.run_id, replace_policy=replace_policy),
         approver,
     )
@@ -194,17 +196,6 @@ def cmd_decide(args: argparse.Namespace, console: Console) -> int:
             )
             return 0
         return _resume(args, console, store, provider, prices)
-
-
-def cmd_policy_explain(args: argparse.Namespace, console: Console) -> int:
-    policy = policy_for(args.file, None)
-    console.print(escape(explain_line(policy, args.act, args.target, args.file)), soft_wrap=True)
-    return 0
-
-
-def cmd_policy_show(args: argparse.Namespace, console: Console) -> int:
-    show_console_policy(console, policy_for(args.file, None), args.file)
-    return 0
 
 
 def _existing_store(path: Path) -> SqliteStore:

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
+from io_harness._contract_toml import mcp_servers
+from io_harness._mcp import McpServer
 from io_harness.errors import ConfigError
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
@@ -18,13 +21,18 @@ from io_harness.providers._spec import provider_from_specs
 from io_harness.store import Store
 
 __all__ = [
+    "MCP_LABEL",
     "PROVIDER_LABEL",
     "launch_labels",
+    "mcp_label",
     "prices_for",
     "replay_label",
+    "stored_mcp",
     "stored_provider",
 ]
 
+MCP_LABEL = "ioh.mcp"
+"""The label that keeps the contract file whose ``[[mcp]]`` servers a run was started with."""
 PROVIDER_LABEL = "ioh.provider"
 """The label that keeps the provider specs a run was started with (a JSON list)."""
 
@@ -41,6 +49,29 @@ def launch_labels(args: argparse.Namespace) -> dict[str, str]:
         for spec in (given.strip() for given in args.provider or ())
     ]
     return {PROVIDER_LABEL: json.dumps(specs)} if specs else {}
+
+
+def mcp_label(contract: Path, servers: Sequence[McpServer]) -> dict[str, str]:
+    """What ``ioh run`` stores so a resume starts the same MCP servers: the contract's path.
+
+    The servers' configuration is read again from the file (it may hold secrets
+    in ``env`` or ``headers``, which the store must not).
+    """
+    return {MCP_LABEL: str(contract.absolute())} if servers else {}
+
+
+def stored_mcp(store: Store, run_id: str) -> tuple[McpServer, ...]:
+    """The MCP servers of the contract file a run was started with by ``ioh run``."""
+    path = store.load_run(run_id).labels.get(MCP_LABEL)
+    if path is None:
+        return ()
+    try:
+        return mcp_servers(Path(path))
+    except ConfigError as exc:
+        raise ConfigError(
+            f"run {run_id!r} was started with the MCP servers of {path}, which do not load "
+            f"now: {exc}"
+        ) from None
 
 
 def stored_provider(args: argparse.Namespace, store: Store) -> Provider | None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import getpass
 import socket
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console, Group, RenderableType
@@ -32,9 +34,13 @@ from io_harness.store._records import ApprovalRow
 
 __all__ = [
     "approver_for",
+    "cmd_policy_explain",
+    "cmd_policy_show",
     "decide_pending",
+    "explain_line",
     "policy_for",
     "render_pending",
+    "show_console_policy",
 ]
 
 
@@ -172,23 +178,75 @@ def render_pending(rows: list[ApprovalRow]) -> RenderableType:
     return Group(*parts)
 
 
-def explain_line(policy: Policy | None, act: str, target: str, source: Path) -> str:
-    """The verdict ``ioh policy explain`` prints, and which policy gave it."""
+def cmd_policy_explain(args: argparse.Namespace, console: Console) -> int:
+    """``ioh policy explain FILE ACT TARGET [--provider SPEC]``."""
+    policy = policy_for(args.file, None)
+    text = explain_line(policy, args.act, args.target, args.file, args.provider)
+    console.print(escape(text), soft_wrap=True)
+    return 0
+
+
+def cmd_policy_show(args: argparse.Namespace, console: Console) -> int:
+    """``ioh policy show FILE [--provider SPEC]``."""
+    show_console_policy(console, policy_for(args.file, None), args.file, args.provider)
+    return 0
+
+
+def explain_line(
+    policy: Policy | None, act: str, target: str, source: Path, providers: Sequence[str] = ()
+) -> str:
+    """The verdict ``ioh policy explain`` prints, and which policy gave it.
+
+    With ``providers`` (specs), a ``net`` target is also decided as one of
+    the provider's own connections, under the run's ``provider`` layer; when
+    that verdict differs from the one other connections get, both are said.
+    """
     try:
         chosen = Act(act)
     except ValueError:
         raise ConfigError(
             f"unknown act {act!r}; the acts are: {', '.join(a.value for a in Act)}"
         ) from None
+    effective = policy if policy is not None else Policy.default()
+    verdict = effective.explain(chosen, target)
+    line = verdict.describe()
+    if providers and chosen is Act.NET:
+        from io_harness._net import provider_policy
+        from io_harness.providers._spec import endpoints_of_specs
+
+        own = provider_policy(effective, endpoints_of_specs(providers)).explain(chosen, target)
+        if own != verdict:
+            line = (
+                f"the provider's own connections: {own.describe()}\n"
+                f"any other connection (tools, commands, MCP servers): {line}"
+            )
     if policy is None:
-        verdict = Policy.permissive().explain(chosen, target)
-        return f"{source} has no [policy]; runs use the permissive one: {verdict.describe()}"
-    return policy.explain(chosen, target).describe()
+        return f"{source} has no [policy]; runs use the default one: {line}"
+    return line
 
 
-def show_console_policy(console: Console, policy: Policy | None, source: Path) -> None:
-    """Print a policy in full (``ioh policy show``)."""
+def show_console_policy(
+    console: Console, policy: Policy | None, source: Path, providers: Sequence[str] = ()
+) -> None:
+    """Print a policy in full (``ioh policy show``), and the provider layer ``providers`` add."""
     if policy is None:
-        console.print(f"{source} has no [policy]; runs use the permissive policy")
-        return
-    console.print(escape(policy.describe()))
+        console.print(
+            f"{source} has no [policy]; runs use the default policy "
+            "(read, write and exec allowed, net denied)"
+        )
+    else:
+        console.print(escape(policy.describe()))
+    if providers:
+        from io_harness._net import provider_policy
+        from io_harness.providers._spec import endpoints_of_specs
+
+        effective = policy if policy is not None else Policy.default()
+        layered = provider_policy(effective, endpoints_of_specs(providers))
+        layer = layered.layers[-1]
+        rules = [f"  {rule}" for rule in layer.rules] or ["  (no rules: it connects nowhere)"]
+        console.print(
+            escape(
+                f"for the provider's own connections only, a run adds last (and to each bound):\n"
+                f"layer {layer.name}:\n" + "\n".join(rules)
+            )
+        )

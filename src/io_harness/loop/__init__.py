@@ -14,7 +14,7 @@ from io_harness.loop._sandboxing import (
     SandboxChoice,
     choose_sandbox,
 )
-from io_harness.loop._setup import RunSetup, build_tools, memory_scope
+from io_harness.loop._setup import RunSetup, build_tools, mcp_sessions, memory_scope
 
 __all__ = [
     "DEFAULT_SANDBOX",
@@ -27,5 +27,6 @@ __all__ = [
     "SandboxChoice",
     "build_tools",
     "choose_sandbox",
+    "mcp_sessions",
     "memory_scope",
 ]

@@ -8,7 +8,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from io_harness.errors import ProviderError
+from io_harness.errors import ProviderError, RefusedError
 from io_harness.loop._outcome import RunOutcome
 from io_harness.messages import CompletionRequest, CompletionResponse, StreamDelta, Usage
 from io_harness.observe import Retrying, RunEvent, TokenStreamed
@@ -147,6 +147,8 @@ class ProviderCaller:
                 response = await asyncio.wait_for(answer, self.wall_end - time.time())
         except ProviderError:
             raise
+        except RefusedError as exc:  # the policy refused a connection: never retried
+            raise ProviderError("refused", str(exc)) from exc
         except TimeoutError as exc:
             if self.wall_end is not None and time.time() >= self.wall_end:
                 raise _WallTimeUp from None

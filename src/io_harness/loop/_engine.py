@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import Sequence
 
+from io_harness._mcp import McpSessions
 from io_harness.contract import TaskContract
 from io_harness.errors import ProviderError, RefusedError
 from io_harness.loop._calls import ProviderCaller, Unanswered
@@ -38,6 +39,7 @@ from io_harness.providers import Provider
 from io_harness.store import Store
 from io_harness.store._records import (
     Finish,
+    McpEventRow,
     StepRecord,
     StoredRun,
     VerificationRow,
@@ -72,8 +74,10 @@ class Engine:
         prices: PriceTable | None,
         gate: Gate,
         chosen: RunSandbox,
+        mcp: McpSessions | None = None,
     ) -> None:
         self.gate = gate
+        self.mcp = mcp
         self.chosen = chosen
         self.deferrals = Deferrals(stored.id, gate)
         self.finishing_deferred = False
@@ -155,6 +159,8 @@ class Engine:
             unchecked = self.check_pending and outcome not in _NO_LATE_CHECK
             if unchecked and await self._verify(record, events, "resumed"):
                 outcome = RunOutcome.SUCCESS
+            if outcome is not None and self.mcp is not None:
+                await self.mcp.close()  # before the last commit, so its close events are in it
             if outcome is not None and outcome is not RunOutcome.AWAITING_APPROVAL:
                 events.append(self._finish(record, outcome))
             record.finished_at = time.time()
@@ -179,6 +185,16 @@ class Engine:
 
     def _take_gate_rows(self, record: StepRecord) -> None:
         record.permissions = self.gate.take_rows()
+        if self.mcp is not None:
+            record.mcp_events = [
+                McpEventRow(
+                    server=e.server,
+                    kind=e.kind,
+                    detail_json=json.dumps(dict(e.detail), default=str),
+                    at=e.at,
+                )
+                for e in self.mcp.take_events()
+            ]
         if self.gate.remembered_changed:
             record.remembered_json = self.gate.remembered_json()
             self.gate.remembered_changed = False
@@ -197,6 +213,10 @@ class Engine:
         return None
 
     async def _step(self, record: StepRecord, events: list[RunEvent]) -> RunOutcome | None:
+        if self.mcp is not None and await self.mcp.refresh():
+            # A server announced a change (or was restarted): offer its tools as they are now.
+            self.toolbox = self.toolbox.with_kind("mcp", self.mcp.tools())
+            self.tools = self.toolbox.specs
         request = CompletionRequest.model_construct(
             model=self.provider.model,
             system=self.system,

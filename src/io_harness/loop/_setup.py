@@ -10,11 +10,14 @@ naming it, never a run that silently lost a tool part-way.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from io_harness._mcp import McpServer, McpSessions
 from io_harness._validation import loading
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, ResumeError
@@ -37,7 +40,7 @@ from io_harness.tools._memory import ForgetTool, MemoryAuthor, RememberTool
 from io_harness.tools._skills import ReadSkillTool, Skill, discover_skills
 from io_harness.tools._text import remove_partial_writes
 
-__all__ = ["RunSetup", "build_tools", "memory_scope"]
+__all__ = ["RunSetup", "build_tools", "mcp_sessions", "memory_scope"]
 
 
 class RunSetup(BaseModel):
@@ -52,15 +55,28 @@ class RunSetup(BaseModel):
     catalogue: dict[str, str] = {}
     """Each skill's name and description, as the system prompt lists them."""
     memory: bool = False
+    mcp: tuple[str, ...] = ()
+    """The names of the run's MCP servers (their configuration may hold secrets)."""
 
     @classmethod
     def of(
-        cls, toolbox: Toolbox, folders: tuple[Path, ...], skills: tuple[Skill, ...], memory: bool
+        cls,
+        toolbox: Toolbox,
+        folders: tuple[Path, ...],
+        skills: tuple[Skill, ...],
+        memory: bool,
+        mcp: Sequence[McpServer],
     ) -> RunSetup:
-        """The setup of a new run offering every tool of ``toolbox`` and ``skills``."""
+        """The setup of a new run offering every tool of ``toolbox``, ``skills`` and ``mcp``."""
         hashes = {spec.name: spec_hash(spec) for spec in toolbox.specs()}
         catalogue = {skill.name: skill.description for skill in skills}
-        return cls(caller_tools=hashes, skills=folders, catalogue=catalogue, memory=memory)
+        return cls(
+            caller_tools=hashes,
+            skills=folders,
+            catalogue=catalogue,
+            memory=memory,
+            mcp=tuple(server.name for server in mcp),
+        )
 
     @classmethod
     def stored(cls, run: StoredRun) -> RunSetup:
@@ -97,6 +113,21 @@ class RunSetup(BaseModel):
             kept = kept.with_(tool)
         return kept
 
+    def mcp_from(self, servers: Sequence[McpServer], run_id: str) -> tuple[McpServer, ...]:
+        """The run's MCP servers, taken from the resuming harness's ``servers``.
+
+        A server the run started with and the harness lacks is a
+        :class:`ResumeError`; the harness's other servers are not started.
+        """
+        by_name = {server.name: server for server in servers}
+        for name in self.mcp:
+            if name not in by_name:
+                raise ResumeError(
+                    f"run {run_id!r} was started with the MCP server {name!r}, which this "
+                    "harness does not have; resume with a Harness whose mcp includes it"
+                )
+        return tuple(by_name[name] for name in self.mcp)
+
     def skills_again(self, run_id: str) -> tuple[Skill, ...]:
         """The run's skills, read again from its folders; they must be the ones it lists.
 
@@ -127,6 +158,23 @@ class RunSetup(BaseModel):
         return skills
 
 
+@contextlib.asynccontextmanager
+async def mcp_sessions(servers: Sequence[McpServer]) -> AsyncIterator[McpSessions | None]:
+    """The run's MCP sessions, one per server, closed however the block ends.
+
+    Opened inside the run's network check, so each HTTP server's requests
+    are decided by the run's policy. ``None`` when the run has no server.
+    """
+    if not servers:
+        yield None
+        return
+    sessions = await McpSessions.open(servers)
+    try:
+        yield sessions
+    finally:
+        await sessions.close()
+
+
 def memory_scope(contract: TaskContract) -> str:
     """Where a run's memory lives: the canonical root of its workspace."""
     return str(contract.root.resolve())
@@ -141,6 +189,7 @@ def build_tools(
     caller: Toolbox,
     skills: tuple[Skill, ...],
     memory: Store | None,
+    mcp: McpSessions | None = None,
 ) -> RunTools:
     """The run's tools, after removing what writes cut short by a crash left behind.
 
@@ -169,6 +218,8 @@ def build_tools(
         scope = memory_scope(contract)
         tools += [RememberTool(memory, scope, author), ForgetTool(memory, scope, author)]
     tools += [CallerTool(tool, caller.spec_of(tool_name)) for tool_name, tool in caller.items()]
+    if mcp is not None:
+        tools += mcp.tools()
     return RunTools(tools)
 
 

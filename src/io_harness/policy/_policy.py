@@ -23,10 +23,14 @@ from io_harness.policy._rules import (
     normalise_target,
 )
 
-__all__ = ["BUILTIN_PREFIX", "Policy"]
+__all__ = ["BUILTIN_PREFIX", "PROVIDER_LAYER", "Policy"]
 
 BUILTIN_PREFIX = "builtin-"
 """Layer names with this prefix are the harness's own; callers add no rules to them."""
+
+PROVIDER_LAYER = "provider"
+"""The layer a run adds for its provider's endpoints (``docs/network.md``); no policy may name
+a layer of its own so, or a verdict naming it could not say whose rule decided."""
 
 _SECRETS = (".env", "*.pem", "*.key", "id_rsa", "id_ed25519")
 
@@ -41,10 +45,12 @@ class Policy(CheckedModel):
     anywhere. When ``within`` is set, the stricter of this verdict and the
     bound's verdict is the answer, so nothing here can be wider than the bound.
 
-    A run given no policy is governed by :meth:`permissive` (tools stay in
-    the workspace and commands in the sandbox either way). Start from
-    :meth:`permissive` or :meth:`guarded` and build with the methods below;
-    each returns a new policy::
+    A run given no policy is governed by :meth:`default`: read, write and
+    exec allowed, net denied (tools stay in the workspace and commands in the
+    sandbox either way; the provider still reaches its model, see
+    ``docs/network.md``). Start from :meth:`default`, :meth:`permissive` or
+    :meth:`guarded` and build with the methods below; each returns a new
+    policy::
 
         Policy.guarded().layer("app").allow_write("src/*").ask_exec("python")
     """
@@ -91,8 +97,17 @@ class Policy(CheckedModel):
         return cls(layers=(Layer(name=f"{BUILTIN_PREFIX}secrets", rules=rules),), defaults=defaults)
 
     @classmethod
+    def default(cls) -> Policy:
+        """What a run is governed by when given no policy: read, write and exec allowed, net denied.
+
+        No layers. The run's provider still reaches its model: the harness
+        allows its endpoints in a layer of its own (``docs/network.md``).
+        """
+        return cls(defaults=dict.fromkeys(Act, Effect.ALLOW) | {Act.NET: Effect.DENY})
+
+    @classmethod
     def permissive(cls) -> Policy:
-        """Every act allowed, no layers: what a run is governed by when given no policy."""
+        """Every act allowed, net included, no layers."""
         return cls(defaults=dict.fromkeys(Act, Effect.ALLOW))
 
     @classmethod
@@ -121,7 +136,8 @@ class Policy(CheckedModel):
     def layer(self, name: str) -> Policy:
         """A copy with a new empty layer named ``name`` last; later rules go there.
 
-        An empty name, a name already used or one starting ``builtin-`` is a
+        An empty name, a name already used, one starting ``builtin-`` or
+        ``provider`` (the run's layer for its provider's endpoints) is a
         :class:`ConfigError`.
         """
         if not isinstance(name, str) or not name:
@@ -130,6 +146,11 @@ class Policy(CheckedModel):
             raise ConfigError(
                 f"Policy.layer: {name!r}: the {BUILTIN_PREFIX!r} prefix is kept for "
                 "the harness's own layers"
+            )
+        if name == PROVIDER_LAYER:
+            raise ConfigError(
+                f"Policy.layer: {name!r} is the name of the layer a run adds for its "
+                "provider's endpoints; give your layer another name"
             )
         if any(layer.name == name for layer in self.layers):
             raise ConfigError(f"Policy.layer: there is already a layer named {name!r}")

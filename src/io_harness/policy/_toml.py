@@ -1,7 +1,7 @@
 """Loading a :class:`Policy` from the ``[policy]`` table of a TOML file::
 
     [policy]
-    base = "guarded"          # or "permissive"; "guarded" when omitted
+    base = "guarded"          # or "default", "permissive"; "guarded" when omitted
     [policy.defaults]         # optional; replaces the base's defaults it names
     exec = "deny"
     [policy.layers.app]       # named layers, in document order
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from io_harness._validation import read_toml
 from io_harness.errors import ConfigError
-from io_harness.policy._policy import BUILTIN_PREFIX
+from io_harness.policy._policy import BUILTIN_PREFIX, PROVIDER_LAYER
 from io_harness.policy._rules import Act, Effect, glob_problem
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["load_policy_file", "load_policy_table"]
 
 _TOP_KEYS = ("base", "defaults", "layers")
-_BASES = ("guarded", "permissive")
+_BASES = ("guarded", "default", "permissive")
 _ACTS = tuple(act.value for act in Act)
 _EFFECTS = tuple(effect.value for effect in Effect)
 _RULE_KEYS = tuple(f"{effect}_{act}" for effect in _EFFECTS for act in _ACTS)
@@ -58,7 +58,7 @@ def load_policy_table(cls: type[Policy], data: Any, where: str, key: str) -> Pol
     base = table.get("base", "guarded")
     if base not in _BASES:
         raise _error(where, f"{key}.base", f"expected one of {_list(_BASES)}, not {base!r}")
-    policy = cls.guarded() if base == "guarded" else cls.permissive()
+    policy = {"guarded": cls.guarded, "default": cls.default, "permissive": cls.permissive}[base]()
     if "defaults" in table:
         policy = policy.with_defaults(**_defaults(table["defaults"], where, f"{key}.defaults"))
     layers = _table(table.get("layers", {}), where, f"{key}.layers")
@@ -86,6 +86,9 @@ def _add_layer(policy: Policy, name: object, data: Any, where: str, key: str) ->
         raise _error(where, key, "a layer needs a non-empty name")
     if name.startswith(BUILTIN_PREFIX):
         message = f"the {BUILTIN_PREFIX!r} prefix is kept for the harness's own layers"
+        raise _error(where, key, message)
+    if name == PROVIDER_LAYER:
+        message = "the name of the layer a run adds for its provider's endpoints; use another"
         raise _error(where, key, message)
     rules = _table(data, where, key, what="a table of rules")
     policy = policy.layer(name)

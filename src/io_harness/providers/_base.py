@@ -24,7 +24,12 @@ class Provider(Protocol):
     model: str
 
     def endpoints(self) -> tuple[str, ...]:
-        """The hosts (``host`` or ``host:port``) this provider connects to."""
+        """The hosts (``host`` or ``host:port``) this provider connects to.
+
+        A run's ``provider`` layer allows these to the provider's own
+        connections (``docs/network.md``); a request elsewhere is decided by
+        the run's policy alone.
+        """
         ...
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:

@@ -2,9 +2,10 @@
 
 The vendor SDKs (``openai``, ``anthropic``) speak HTTP through an
 ``httpx2.AsyncClient`` the harness builds here: timeouts set, redirects off,
-no proxy settings read from the environment, so that one place decides where
-a provider may connect. SDK retries are off everywhere: the loop retries and
-records each attempt.
+no proxy settings read from the environment, and every request through the
+net check of :mod:`io_harness._net` (the provider's own connections), so that
+one place decides where a provider may connect. SDK retries are off
+everywhere: the loop retries and records each attempt.
 
 :class:`PerLoopClient` keeps one such client per event loop and closes it
 with that loop, so a provider works across several ``asyncio.run`` calls.
@@ -29,7 +30,7 @@ from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from io_harness.errors import ProviderError, ProviderErrorKind
+from io_harness.errors import ProviderError, ProviderErrorKind, RefusedError
 
 if TYPE_CHECKING:
     import anthropic
@@ -69,13 +70,17 @@ _SDK = TypeVar("_SDK")
 
 
 def harness_client(timeout: float = DEFAULT_TIMEOUT_SECONDS) -> httpx2.AsyncClient:
-    """The HTTP client a provider's SDK uses: bounded waits, no redirects, no env proxies."""
+    """The HTTP client a provider's SDK uses: checked, bounded waits, no redirects, no env proxies.
+
+    Each request is decided by the net check as one of the provider's own
+    connections (:func:`io_harness._net.checked_async_client`).
+    """
     import httpx2
 
-    return httpx2.AsyncClient(
-        timeout=httpx2.Timeout(timeout, connect=min(timeout, _CONNECT_SECONDS)),
-        follow_redirects=False,
-        trust_env=False,
+    from io_harness._net import checked_async_client
+
+    return checked_async_client(
+        for_provider=True, timeout=httpx2.Timeout(timeout, connect=min(timeout, _CONNECT_SECONDS))
     )
 
 
@@ -232,9 +237,16 @@ def status_error(
 
     429 is ``rate_limited`` (with ``Retry-After``), 401/403 ``auth``, 408
     ``timeout``, 5xx and Anthropic's 529 ``server``; any status whose message
-    says the prompt is too long is ``context_overflow``; other 4xx are
+    says the prompt is too long is ``context_overflow``; other 4xx, and a
+    redirect (never followed; the message names where it leads), are
     ``bad_request``.
     """
+    location = _location(headers) if 300 <= status < 400 else None
+    if location is not None:
+        message = (
+            f"the server redirects to {location}; the harness follows no redirects, "
+            f"so give the provider the URL it leads to as base_url ({message})"
+        )
     message = _clip(redact(message, secrets))
     kind: ProviderErrorKind
     if is_context_overflow(message) and status in (400, 413, 422, 500):
@@ -251,6 +263,21 @@ def status_error(
         kind = "bad_request"
     retry_after = retry_after_seconds(headers) if headers is not None else None
     return ProviderError(kind, message, status=status, retry_after=retry_after)
+
+
+def _location(headers: Mapping[str, str] | None) -> str:
+    found = {key.lower(): value for key, value in (headers or {}).items()}.get("location")
+    return repr(found) if found else "a location it does not name"
+
+
+def _refused(exc: BaseException) -> RefusedError | None:
+    """The net check's refusal ``exc`` is or wraps (an SDK may wrap it as a connection error)."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None or isinstance(seen, RefusedError):
+            return seen
+        seen = seen.__cause__
+    return None
 
 
 @dataclass(frozen=True)
@@ -312,6 +339,9 @@ def provider_error(exc: BaseException, *, secrets: Iterable[str | None] = ()) ->
     if isinstance(exc, ProviderError):
         return exc
     secrets = tuple(secrets)
+    refused = _refused(exc)
+    if refused is not None:  # the policy's answer: another attempt gets the same one
+        return ProviderError("refused", redact(str(refused), secrets))
     loaded = _LoadedErrors.now()
     if isinstance(exc, loaded.status):
         message = body_message(exc.body if exc.body is not None else str(exc), secrets)

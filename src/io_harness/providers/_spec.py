@@ -17,9 +17,14 @@ from io_harness.providers._fallback import Fallback
 from io_harness.providers._openai import OpenAI, OpenAICompatible, OpenRouter
 from io_harness.providers._presets import PRESETS, SPEC_FORMS
 
-__all__ = ["SPEC_FORMS", "provider_from_spec", "provider_from_specs"]
+__all__ = ["SPEC_FORMS", "endpoints_of_specs", "provider_from_spec", "provider_from_specs"]
 
 _VENDORS: dict[str, Callable[[str | None], Provider]] = {
+    "openai": OpenAI,
+    "anthropic": Anthropic,
+    "openrouter": OpenRouter,
+}
+_VENDOR_CLASSES: dict[str, type[OpenAI] | type[Anthropic]] = {
     "openai": OpenAI,
     "anthropic": Anthropic,
     "openrouter": OpenRouter,
@@ -54,3 +59,21 @@ def provider_from_specs(specs: Sequence[str]) -> Provider:
         raise ConfigError(f"no provider given; give one of: {', '.join(SPEC_FORMS)}")
     providers = [provider_from_spec(spec) for spec in specs]
     return providers[0] if len(providers) == 1 else Fallback(*providers)
+
+
+def endpoints_of_specs(specs: Sequence[str]) -> tuple[str, ...]:
+    """The hosts the providers ``specs`` name would dial, each once.
+
+    A vendor's key and model do not change where it connects, so neither is
+    needed here (``ioh policy explain --provider``); its base URL still comes
+    from the environment, as it would for a run.
+    """
+    found: list[str] = []
+    for spec in specs:
+        kind, _, rest = spec.strip().partition(":")
+        if kind in _VENDOR_CLASSES:
+            provider: Provider = _VENDOR_CLASSES[kind](rest or "any", api_key="not-needed")
+        else:
+            provider = provider_from_spec(spec)
+        found.extend(provider.endpoints())
+    return tuple(dict.fromkeys(found))

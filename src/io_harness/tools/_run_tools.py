@@ -36,6 +36,11 @@ class RunTools:
     def __getitem__(self, name: str) -> HarnessTool[Any]:
         return self._tools[name]
 
+    def with_kind(self, kind: ToolKind, tools: Iterable[HarnessTool[Any]]) -> RunTools:
+        """A box whose tools of ``kind`` are ``tools`` (an MCP server's list changed)."""
+        kept = [tool for tool in self._tools.values() if tool.kind != kind]
+        return RunTools([*kept, *tools])
+
     def kind_of(self, name: str) -> ToolKind:
         """Which kind of tool ``name`` is, for the trace (``unknown``: no tool of the run)."""
         tool = self._tools.get(name)
