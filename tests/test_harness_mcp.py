@@ -278,3 +278,22 @@ def record_cassette(path: Path, scratch: Path) -> None:
         contract(scratch / "work")
     )
     assert done.outcome is RunOutcome.SUCCESS
+
+
+def test_ioh_doctor_reports_a_contracts_servers_and_whether_each_may_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    toml = tmp_path / "contract.toml"
+    toml.write_text(
+        'goal = "g"\nroot = "."\n'
+        '[verify]\nkind = "workspace_file_contains"\nfile = "done.txt"\nneedle = "done"\n'
+        '[[mcp]]\nname = "tickets"\ncommand = "ticket-server"\n'
+        '[[mcp]]\nname = "remote"\nurl = "https://mcp.example.com/mcp"\n'
+    )
+
+    assert main(["doctor", "--contract", str(toml)]) == 0
+
+    shown = capsys.readouterr().out
+    assert "tickets  stdio  ticket-server  start: exec ticket-server: allow" in shown
+    assert "remote  http" in shown
+    assert "start: net mcp.example.com:443: deny" in shown

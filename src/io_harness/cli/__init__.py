@@ -172,6 +172,12 @@ def _parser() -> argparse.ArgumentParser:
     sub = commands.add_parser(
         "doctor", help="which sandboxes this machine offers, and which one a run gets"
     )
+    sub.add_argument(
+        "--contract",
+        type=Path,
+        metavar="FILE",
+        help="also list the contract's [[mcp]] servers and whether its policy lets each start",
+    )
     sub.set_defaults(handler="_sandbox:cmd_doctor")
 
     sub = _with_store(commands.add_parser("demo", help="run the bundled example offline"))

@@ -24,10 +24,28 @@ from io_harness.cli._text import escape
 from io_harness.errors import HarnessError
 from io_harness.policy import Act, Effect, Policy, Verdict
 
-__all__ = ["cmd_mcp_list"]
+__all__ = ["cmd_mcp_list", "render_servers"]
 
 EXIT_FAILED = 2
 _DESCRIPTION_CHARS = 100
+
+
+def render_servers(path: Path) -> str:
+    """``ioh doctor --contract``: each ``[[mcp]]`` server and its start's verdict, unstarted."""
+    data = read_toml(path, "contract")
+    if "mcp" not in data:
+        return f"MCP servers: none in {escape(str(path))}"
+    servers = servers_from_tables(data["mcp"], str(path), folder=path.parent.absolute())
+    policy = policy_for(path, None) or Policy.default()
+    lines = [f"MCP servers of {escape(str(path))} (not started; `ioh mcp list` starts them):"]
+    for server in servers:
+        access = server.start_access()
+        verdict = policy.explain(access.act, access.target)
+        lines.append(
+            f"  {escape(server.name)}  {server.transport}  {escape(server.target())}  "
+            f"start: {escape(verdict.describe())}"
+        )
+    return "\n".join(lines)
 
 
 def cmd_mcp_list(args: argparse.Namespace, console: Console) -> int:

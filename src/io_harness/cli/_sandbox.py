@@ -47,6 +47,10 @@ def cmd_doctor(args: argparse.Namespace, console: Console) -> int:
     """``ioh doctor``: every backend this machine offers, and which one a run gets."""
     caps = cgroups_report() if sys.platform == "linux" else ""
     console.print(render_doctor(probe(), _default_backend(), caps))
+    if args.contract is not None:
+        from io_harness.cli._mcp import render_servers
+
+        console.print(render_servers(args.contract), soft_wrap=True)
     return 0
 
 
