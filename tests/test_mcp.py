@@ -750,3 +750,18 @@ command = "no-such-program-ioh"
     assert "off (stdio: forbidden-server)\n  start: exec forbidden-server: deny" in printed
     assert "not started: the policy denies it" in printed
     assert "broken" in printed and "could not start" in printed
+
+
+@linux_only
+async def test_a_list_failure_near_the_start_deadline_still_stops_the_server() -> None:
+    # The failure's teardown runs after the handshake and list phases: the start
+    # timeout, still armed, must not cut it short and leave the server running.
+    marker = f"fails-list-{uuid.uuid4().hex}"
+    server = McpServer.stdio(
+        "f", sys.executable, [str(SERVERS / "fails_list.py"), marker, "2.5"], start_timeout=3
+    )
+
+    with pytest.raises(McpError, match="could not list its tools: boom"):
+        await asyncio.wait_for(McpSessions.open([server]), 60)
+
+    assert eventually(lambda: not tagged(marker))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TypedDict, Unpack
 
@@ -21,10 +22,12 @@ from io_harness._preflight import (
     check_criterion,
     check_endpoints,
     check_mcp_start,
+    check_new_run_id,
     check_prices,
     check_provider,
     check_types,
     checked_labels,
+    mcp_start_refusal,
     new_run_id,
     sync,
 )
@@ -105,6 +108,9 @@ class Harness:
       folder the contract names.
     - ``memory``: offer ``remember`` and ``forget``; entries live in the store
       per workspace and open later runs on it.
+    - ``mcp``: :class:`McpServer` s whose tools are offered as
+      ``mcp__<server>__<tool>``; each run starts them (an ``exec`` of the
+      program or a ``net`` of the host, allowed outright) and closes them.
 
     An option of the wrong type, a bad tool or a skills folder that does not
     load is a :class:`ConfigError` raised here; what depends on a contract
@@ -150,6 +156,8 @@ class Harness:
         if self.skills is not None:
             discover_skills((self.skills,))  # a bad folder is said now; each run reads it again
         self.memory = memory
+        if isinstance(mcp, McpServer | str | Mapping):
+            raise ConfigError(f"mcp must be a list of McpServer, not {type(mcp).__name__}")
         self.mcp: tuple[McpServer, ...] = tuple(mcp) if mcp is not None else ()
         check_servers(self.mcp)
 
@@ -180,11 +188,13 @@ class Harness:
         :class:`ConfigError`); by default one is generated. ``labels`` are
         string pairs stored with the run, for the caller's bookkeeping.
 
-        Configuration mistakes raise :class:`ConfigError`, a criterion whose
-        commands or a provider endpoint the policy does not allow outright
-        raises :class:`RefusedError`, and a sandbox configuration no backend here can
-        give raises :class:`SandboxError` — all before any provider call;
-        everything after is in the returned :class:`RunResult`.
+        Configuration mistakes raise :class:`ConfigError`; a criterion's
+        command, a provider endpoint or an MCP server's start the policy does
+        not allow outright raises :class:`RefusedError`; an MCP server that
+        cannot start, answer or list its tools raises :class:`McpError`; a
+        sandbox configuration no backend here can give raises
+        :class:`SandboxError` — all before any provider call. Everything after
+        is in the returned :class:`RunResult`.
         """
         if not isinstance(contract, TaskContract):
             raise ConfigError(f"contract must be a TaskContract, not {type(contract).__name__}")
@@ -207,7 +217,8 @@ class Harness:
         chosen = choose_sandbox(self.sandbox)
         store = self.store
         with store.lease(run_id), checking(net):
-            async with mcp_sessions(self.mcp) as sessions:
+            check_new_run_id(store, run_id)  # before any server starts
+            async with mcp_sessions(self.mcp, partial(mcp_start_refusal, gate=gate)) as sessions:
                 return await self._start(
                     contract, run_id, labels, gate, chosen, caller, skills, setup, sessions
                 )
@@ -291,8 +302,8 @@ class Harness:
         ``replace_policy=True`` says the change is meant), its prices (unless
         this harness has its own), its skills and memory setting, and its
         sandbox configuration (unless this harness names a sandbox). Its
-        caller tools must be this harness's too: one missing or changed is a
-        :class:`ResumeError` naming it.
+        caller tools and MCP servers must be this harness's too: one missing
+        (a caller tool: or changed) is a :class:`ResumeError` naming it.
 
         A run ``AWAITING_APPROVAL`` continues with the deferred act:
         ``decision`` decides it (so does a decision stored earlier with ``ioh
@@ -330,7 +341,7 @@ class Harness:
             check_mcp_start(servers, gate)
             chosen = choose_sandbox(self.sandbox, stored.sandbox_json, run_id)
             with checking(net):
-                async with mcp_sessions(servers) as sessions:
+                async with mcp_sessions(servers, partial(mcp_start_refusal, gate=gate)) as sessions:
                     tools = build_tools(
                         contract,
                         gate,

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from io_harness._mcp import McpServer
 from io_harness._net import RunNet
 from io_harness.contract import TaskContract
-from io_harness.errors import ConfigError, RefusedError
+from io_harness.errors import ConfigError, RefusedError, ResumeError
 from io_harness.policy._approval import Approver
 from io_harness.policy._gate import Gate, canonical_argv
 from io_harness.policy._policy import Policy
@@ -31,10 +31,12 @@ __all__ = [
     "check_criterion",
     "check_endpoints",
     "check_mcp_start",
+    "check_new_run_id",
     "check_prices",
     "check_provider",
     "check_types",
     "checked_labels",
+    "mcp_start_refusal",
     "new_run_id",
     "sync",
 ]
@@ -166,16 +168,36 @@ def check_endpoints(provider: Provider, net: RunNet) -> None:
 def check_mcp_start(servers: Sequence[McpServer], gate: Gate) -> None:
     """Starting a server is an act: exec of its program, or net of its ``host:port``.
 
-    A server starts before the first step, where no one can be asked, so the
-    policy must allow it outright; the verdict is a trace row either way.
+    A server starts before the first step (and again, once, after it died),
+    where no one can be asked, so the policy must allow it outright; the
+    verdict is a trace row either way.
     """
     for server in servers:
-        access = server.start_access()
-        verdict = gate.check_outright(access)
-        if verdict.effect is not Effect.ALLOW:
-            how = "allow_exec" if access.act is Act.EXEC else "allow_net"
-            raise RefusedError(
-                f"MCP server {server.name!r}: starting it is {verdict.describe()}; a server "
-                f"starts before the first step and cannot wait for approval, so the policy "
-                f"must allow it outright ({how}({verdict.target!r}))"
-            )
+        refusal = mcp_start_refusal(server, gate)
+        if refusal is not None:
+            raise RefusedError(f"MCP server {server.name!r}: {refusal}")
+
+
+def mcp_start_refusal(server: McpServer, gate: Gate) -> str | None:
+    """Why the policy does not let ``server`` start, or ``None`` when it does (outright)."""
+    access = server.start_access()
+    verdict = gate.check_outright(access)
+    if verdict.effect is Effect.ALLOW:
+        return None
+    how = "allow_exec" if access.act is Act.EXEC else "allow_net"
+    return (
+        f"starting it is {verdict.describe()}; a server starts outside any tool call and "
+        f"cannot wait for approval, so the policy must allow it outright "
+        f"({how}({verdict.target!r}))"
+    )
+
+
+def check_new_run_id(store: Store, run_id: str) -> None:
+    """An id already in the store is a :class:`ConfigError`, said before anything starts."""
+    try:
+        store.load_run(run_id)
+    except ResumeError:
+        return
+    raise ConfigError(
+        f"a run with id {run_id!r} is already in the store; use resume() to continue it"
+    )

@@ -126,8 +126,9 @@ class McpServer(CheckedModel):
     """Variables the stdio server gets over the minimal base; values are not shown by ``repr``."""
     cwd: Path | None = None
     """The folder a stdio server starts in (the harness's own when ``None``)."""
-    url: str | None = None
-    """The endpoint of a streamable HTTP server (``http://`` or ``https://``)."""
+    url: str | None = Field(None, repr=False)
+    """The endpoint of a streamable HTTP server (``http://`` or ``https://``); not shown by
+    ``repr``, since a query may hold a key (:meth:`target` is its origin and path)."""
     headers: dict[str, str] = Field(default_factory=dict, repr=False)
     """Headers sent with every HTTP request (a bearer token); not shown by ``repr``."""
     call_timeout: float = Field(DEFAULT_CALL_TIMEOUT, gt=0, allow_inf_nan=False, strict=True)

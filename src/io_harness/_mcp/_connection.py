@@ -164,6 +164,8 @@ class Connection:
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()
         self._closing = False
+        self._starting = True
+        """Still in the start's phases (start, handshake, list), where a close may cancel."""
         self._task: asyncio.Task[None] | None = None
         self._read_ended = False
         self.reported = False
@@ -220,8 +222,13 @@ class Connection:
                     self.info["list_seconds"] = round(time.perf_counter() - started, 3)
                 except Exception as exc:  # caught here, the transports close without a group
                     self.failure = describe_error(exc)
+                    # The SDK's teardown follows: neither the deadline nor a close may
+                    # cancel it, or the server is never stopped.
+                    deadline.reschedule(None)
+                    self._starting = False
                     return
                 deadline.reschedule(None)
+                self._starting = False
                 self.session = session
                 self._ready.set()
                 await self._stop.wait()
@@ -328,8 +335,8 @@ class Connection:
             return None
         if not self._closing:
             self._closing = True
-            if not self._ready.is_set():
-                task.cancel()  # still starting: abort the start
+            if self._starting:
+                task.cancel()  # still starting: abort the start (its teardown is not cut)
             self._stop.set()
         await asyncio.wait([task])
         if not task.cancelled():

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -40,13 +40,21 @@ CALL_GRACE = 10.0
 SDK's clock ends the call first; this one covers a request that cannot even be written)."""
 
 
+StartCheck = Callable[[McpServer], str | None]
+"""Whether a server may be started: ``None``, or why not (the policy's refusal)."""
+
+
 class _Server:
     """One server's session across a run: its tools, its one restart, its events."""
 
-    def __init__(self, config: McpServer, events: list[McpEvent]) -> None:
+    def __init__(
+        self, config: McpServer, events: list[McpEvent], may_start: StartCheck | None = None
+    ) -> None:
         self.config = config
         self.name = config.name
         self._events = events
+        self._may_start = may_start
+        """Asked before a restart: the start is an act like the first one."""
         self.conn: Connection | None = None
         self._connections: list[Connection] = []
         self.tools: dict[str, McpTool] = {}
@@ -240,6 +248,13 @@ class _Server:
         if old is not None:
             await self._close(old, reason="restart")
         self._restarted, self._dead, self.conn = True, None, None
+        refusal = self._may_start(self.config) if self._may_start is not None else None
+        if refusal is not None:
+            self._gone = (
+                f"it had stopped ({reason}) and the policy refuses to start it again: {refusal}"
+            )
+            self._emit("restart", ok=False, reason=reason, error=self._gone)
+            return self._gone_outcome(name)
         try:
             await self.start("restart")
         except StartFailed as failed:
@@ -365,17 +380,21 @@ class McpSessions:
     safe to call more than once and from a cancelled task.
     """
 
-    def __init__(self, servers: Sequence[McpServer]) -> None:
+    def __init__(self, servers: Sequence[McpServer], may_start: StartCheck | None = None) -> None:
         """Sessions not yet started; :meth:`open` builds and starts them."""
         self._events: list[McpEvent] = []
-        self._servers = [_Server(server, self._events) for server in servers]
+        self._servers = [_Server(server, self._events, may_start) for server in servers]
         self._closed = False
 
     @classmethod
-    async def open(cls, servers: Sequence[McpServer]) -> McpSessions:
+    async def open(
+        cls, servers: Sequence[McpServer], *, may_start: StartCheck | None = None
+    ) -> McpSessions:
         """Start every server at once, answer the handshake and list each one's tools.
 
-        A server that cannot start, answer or list its tools is an
+        ``may_start`` is asked before a server is started again after it
+        died (the caller checked the first starts): a refusal, as text, leaves
+        the server gone. A server that cannot start, answer or list its tools is an
         :class:`~io_harness.errors.McpError` naming it, with the end of its
         stderr; a bad or duplicate name, or a tool whose offered name would be
         too long, is a :class:`~io_harness.errors.ConfigError`. Either way
@@ -384,7 +403,7 @@ class McpSessions:
         """
         servers = list(servers)
         check_servers(servers)
-        sessions = cls(servers)
+        sessions = cls(servers, may_start)
         try:
             outcomes = await asyncio.gather(
                 *(server.start() for server in sessions._servers), return_exceptions=True

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from io_harness._mcp import McpServer, McpSessions, servers_from_tables
-from io_harness._validation import read_toml
+from io_harness._contract_toml import mcp_servers
+from io_harness._mcp import McpServer, McpSessions
 from io_harness.cli._permissions import policy_for
 from io_harness.cli._text import escape
 from io_harness.errors import HarnessError
@@ -32,18 +32,20 @@ _DESCRIPTION_CHARS = 100
 
 def render_servers(path: Path) -> str:
     """``ioh doctor --contract``: each ``[[mcp]]`` server and its start's verdict, unstarted."""
-    data = read_toml(path, "contract")
-    if "mcp" not in data:
+    servers = mcp_servers(path)
+    if not servers:
         return f"MCP servers: none in {escape(str(path))}"
-    servers = servers_from_tables(data["mcp"], str(path), folder=path.parent.absolute())
     policy = policy_for(path, None) or Policy.default()
     lines = [f"MCP servers of {escape(str(path))} (not started; `ioh mcp list` starts them):"]
     for server in servers:
         access = server.start_access()
         verdict = policy.explain(access.act, access.target)
+        note = (
+            "" if verdict.effect is not Effect.ASK else " (a run refuses it: a start cannot wait)"
+        )
         lines.append(
             f"  {escape(server.name)}  {server.transport}  {escape(server.target())}  "
-            f"start: {escape(verdict.describe())}"
+            f"start: {escape(verdict.describe())}{note}"
         )
     return "\n".join(lines)
 
@@ -51,11 +53,10 @@ def render_servers(path: Path) -> str:
 def cmd_mcp_list(args: argparse.Namespace, console: Console) -> int:
     """List each tool of each MCP server of the contract ``args.file``, with its verdict."""
     path: Path = args.file
-    data = read_toml(path, "contract")
-    if "mcp" not in data:
+    servers = list(mcp_servers(path))
+    if not servers:
         console.print(f"{escape(str(path))} has no [[mcp]] servers")
         return 0
-    servers = servers_from_tables(data["mcp"], str(path), folder=path.parent.absolute())
     policy = policy_for(path, None)
     if policy is None:
         console.print(f"{escape(str(path))} has no [policy]; the verdicts are Policy.default()'s")

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from io_harness.contract import TaskContract
 from io_harness.messages import Message
+from io_harness.tools._names import MCP_PREFIX
 from io_harness.tools._skills import Skill, skills_catalogue
 from io_harness.verify import VerificationResult
 
@@ -38,7 +39,7 @@ def system_prompt(
         "You are an agent run by io-harness. The harness, not you, decides whether the "
         "task is done: the run succeeds only when the success condition below holds.",
         subject,
-        f"Your tools: {', '.join(tool_names)}.",
+        _tools_line(tool_names),
     ]
     if skills:
         parts.append(skills_catalogue(skills))
@@ -51,6 +52,19 @@ def system_prompt(
         "end your turn, you are shown why and the work goes on."
     )
     return "\n\n".join(parts)
+
+
+def _tools_line(tool_names: Sequence[str]) -> str:
+    """The tools by name; MCP servers' by server, since their lists may change mid-run."""
+    own = [name for name in tool_names if not name.startswith(MCP_PREFIX)]
+    servers = sorted({name.split("__")[1] for name in tool_names if name.startswith(MCP_PREFIX)})
+    line = f"Your tools: {', '.join(own)}."
+    if servers:
+        line += (
+            f" Tools of the MCP servers {', '.join(servers)} are offered too, named "
+            "mcp__<server>__<tool>; a server may change its list during the run."
+        )
+    return line
 
 
 def task_message(contract: TaskContract, notes: str | None = None) -> Message:

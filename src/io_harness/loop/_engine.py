@@ -159,14 +159,17 @@ class Engine:
             unchecked = self.check_pending and outcome not in _NO_LATE_CHECK
             if unchecked and await self._verify(record, events, "resumed"):
                 outcome = RunOutcome.SUCCESS
-            if outcome is not None and self.mcp is not None:
-                await self.mcp.close()  # before the last commit, so its close events are in it
             if outcome is not None and outcome is not RunOutcome.AWAITING_APPROVAL:
                 events.append(self._finish(record, outcome))
             record.finished_at = time.time()
             record.events = [event_row(e) for e in events]
             self._take_gate_rows(record)
             self.store.commit_step(self.run_id, record)
+            if outcome is not None and self.mcp is not None:
+                # After the step is safe: a slow close (an HTTP server's goodbye) cannot
+                # cost it. The close events join the trace on their own.
+                await self.mcp.close()
+                self.store.append_mcp_events(self.run_id, record.step, self._mcp_rows())
             await self._emit([e for e in events if not isinstance(e, LIVE_EVENTS)])
             if outcome is not None:
                 return RunResult(
@@ -185,19 +188,24 @@ class Engine:
 
     def _take_gate_rows(self, record: StepRecord) -> None:
         record.permissions = self.gate.take_rows()
-        if self.mcp is not None:
-            record.mcp_events = [
-                McpEventRow(
-                    server=e.server,
-                    kind=e.kind,
-                    detail_json=json.dumps(dict(e.detail), default=str),
-                    at=e.at,
-                )
-                for e in self.mcp.take_events()
-            ]
+        record.mcp_events = self._mcp_rows()
         if self.gate.remembered_changed:
             record.remembered_json = self.gate.remembered_json()
             self.gate.remembered_changed = False
+
+    def _mcp_rows(self) -> list[McpEventRow]:
+        """What the run's MCP servers did since the last time asked, as rows."""
+        if self.mcp is None:
+            return []
+        return [
+            McpEventRow(
+                server=e.server,
+                kind=e.kind,
+                detail_json=json.dumps(dict(e.detail), default=str),
+                at=e.at,
+            )
+            for e in self.mcp.take_events()
+        ]
 
     def _budget_outcome(self) -> RunOutcome | None:
         budget = self.contract.budget

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from io_harness._mcp import McpServer, McpSessions
+from io_harness._mcp._session import StartCheck
 from io_harness._validation import loading
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, ResumeError
@@ -159,16 +160,19 @@ class RunSetup(BaseModel):
 
 
 @contextlib.asynccontextmanager
-async def mcp_sessions(servers: Sequence[McpServer]) -> AsyncIterator[McpSessions | None]:
+async def mcp_sessions(
+    servers: Sequence[McpServer], may_start: StartCheck
+) -> AsyncIterator[McpSessions | None]:
     """The run's MCP sessions, one per server, closed however the block ends.
 
     Opened inside the run's network check, so each HTTP server's requests
-    are decided by the run's policy. ``None`` when the run has no server.
+    are decided by the run's policy; ``may_start`` decides a restart.
+    ``None`` when the run has no server.
     """
     if not servers:
         yield None
         return
-    sessions = await McpSessions.open(servers)
+    sessions = await McpSessions.open(servers, may_start=may_start)
     try:
         yield sessions
     finally:

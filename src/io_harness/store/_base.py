@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -15,7 +16,14 @@ from io_harness.store._memory import (
     MemoryEntry,
     MemoryLimits,
 )
-from io_harness.store._records import ApprovalRow, NewRun, RunSummary, StepRecord, StoredRun
+from io_harness.store._records import (
+    ApprovalRow,
+    McpEventRow,
+    NewRun,
+    RunSummary,
+    StepRecord,
+    StoredRun,
+)
 from io_harness.store._trace import MemoryTrace, Trace
 
 if TYPE_CHECKING:
@@ -79,6 +87,13 @@ class Store(abc.ABC):
 
         A step number that is not the next one (another writer advanced the
         run) is a StorageError and nothing is written.
+        """
+
+    @abc.abstractmethod
+    def append_mcp_events(self, run_id: str, step: int, rows: Sequence[McpEventRow]) -> None:
+        """Add what a run's MCP servers did after its last commit (their close), on their own.
+
+        Only trace rows: the run's state is untouched, so a finished run takes them.
         """
 
     @abc.abstractmethod

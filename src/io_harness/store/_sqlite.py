@@ -7,7 +7,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,13 +35,20 @@ from io_harness.store._memory_sql import (
 )
 from io_harness.store._records import (
     ApprovalRow,
+    McpEventRow,
     NewRun,
     RunSummary,
     StepRecord,
     StoredRun,
 )
 from io_harness.store._schema import MIGRATIONS, SCHEMA_VERSION
-from io_harness.store._step_sql import USAGE_COLUMNS, insert_events, insert_messages, write_step
+from io_harness.store._step_sql import (
+    USAGE_COLUMNS,
+    insert_events,
+    insert_mcp_events,
+    insert_messages,
+    write_step,
+)
 from io_harness.store._trace import (
     ApprovalTrace,
     EventTrace,
@@ -209,6 +216,11 @@ class SqliteStore(Store):
     def commit_step(self, run_id: str, record: StepRecord) -> None:
         with self._transaction() as db:
             write_step(db, run_id, record)
+
+    def append_mcp_events(self, run_id: str, step: int, rows: Sequence[McpEventRow]) -> None:
+        if rows:
+            with self._transaction() as db:
+                insert_mcp_events(db, run_id, step, rows)
 
     def decide(self, request_id: str, decision: Decision, at: float | None = None) -> None:
         when = time.time() if at is None else at
