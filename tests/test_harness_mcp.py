@@ -20,6 +20,9 @@ from pathlib import Path
 import pytest
 
 from io_harness import (
+    ApprovalContext,
+    ApprovalRequest,
+    CallbackApprover,
     CompletionRequest,
     CompletionResponse,
     Decision,
@@ -147,7 +150,7 @@ async def test_a_server_whose_program_the_policy_denies_is_refused_before_any_ca
     provider = ScriptedProvider([])
     policy = Policy.default().layer("no-python").deny_exec("python*")
 
-    with pytest.raises(RefusedError, match="MCP server 'tickets': starting it is exec"):
+    with pytest.raises(RefusedError, match="MCP server 'tickets': refused by the policy: exec"):
         await Harness(provider, policy=policy, mcp=[tickets(ledger)]).run(contract(work))
 
     assert provider.requests == []
@@ -327,3 +330,53 @@ async def test_a_server_restarted_mid_run_is_checked_again_and_its_tools_offered
     starts = [p for p in trace.permissions if p.act == "exec" and p.target == sys.executable]
     assert len(starts) == 2  # the first start and the restart, each a checked act
     assert [e.kind for e in trace.mcp_events].count("restart") == 1
+
+
+async def test_an_ask_net_on_a_servers_host_asks_at_start_and_defers_each_call(
+    work: Path, ledger: Path
+) -> None:
+    asked: list[str] = []
+
+    async def decide(request: ApprovalRequest, context: ApprovalContext) -> Decision:
+        asked.append(request.tool)
+        if request.tool.startswith("start the MCP server"):
+            return Decision.approve()  # a person lets the run reach the server
+        return Decision.defer()  # each call waits for a decision, past this process
+
+    store = Store.memory()
+    with http_server(ledger) as port:
+        server = McpServer.http("tickets", f"http://127.0.0.1:{port}/mcp")
+        policy = Policy.default().layer("tickets").ask_net(f"127.0.0.1:{port}")
+        started = await Harness(
+            ScriptedProvider([reply(calls=[call("mcp__tickets__close_ticket", ticket=4)])]),
+            store=store,
+            policy=policy,
+            approver=CallbackApprover(decide),
+            mcp=[server],
+        ).run(contract(work))
+        assert started.outcome is RunOutcome.AWAITING_APPROVAL
+        assert started.request is not None and started.request.act.value == "net"
+        assert not ledger.exists()
+
+        resumed = await Harness(
+            ScriptedProvider([reply(calls=[DONE])]),
+            store=store,
+            policy=policy,
+            approver=CallbackApprover(decide),
+            mcp=[server],
+        ).resume(started.run_id, decision=Decision.approve())
+
+    assert resumed.outcome is RunOutcome.SUCCESS
+    assert ledger.read_text() == "closed 4\n"
+    assert asked == ["start the MCP server tickets", "mcp__tickets__close_ticket",
+                     "start the MCP server tickets"]  # fmt: skip
+
+
+async def test_an_ask_on_a_servers_start_without_an_approver_is_refused(
+    work: Path, ledger: Path
+) -> None:
+    with http_server(ledger) as port:
+        server = McpServer.http("tickets", f"http://127.0.0.1:{port}/mcp")
+        policy = Policy.default().layer("tickets").ask_net(f"127.0.0.1:{port}")
+        with pytest.raises(RefusedError, match="the ask cannot defer"):
+            await Harness(ScriptedProvider([]), policy=policy, mcp=[server]).run(contract(work))

@@ -110,7 +110,8 @@ class Harness:
       per workspace and open later runs on it.
     - ``mcp``: :class:`McpServer` s whose tools are offered as
       ``mcp__<server>__<tool>``; each run starts them (an ``exec`` of the
-      program or a ``net`` of the host, allowed outright) and closes them.
+      program or a ``net`` of the host: allowed, or asked of the approver
+      then, since a start cannot defer) and closes them.
 
     An option of the wrong type, a bad tool or a skills folder that does not
     load is a :class:`ConfigError` raised here; what depends on a contract
@@ -189,8 +190,9 @@ class Harness:
         string pairs stored with the run, for the caller's bookkeeping.
 
         Configuration mistakes raise :class:`ConfigError`; a criterion's
-        command, a provider endpoint or an MCP server's start the policy does
-        not allow outright raises :class:`RefusedError`; an MCP server that
+        command or a provider endpoint the policy does not allow outright, or
+        an MCP server's start it refuses (or asks about, and no approver
+        approves), raises :class:`RefusedError`; an MCP server that
         cannot start, answer or list its tools raises :class:`McpError`; a
         sandbox configuration no backend here can give raises
         :class:`SandboxError` — all before any provider call. Everything after
@@ -211,7 +213,7 @@ class Harness:
         check_endpoints(self.provider, net)
         folders = tuple(dict.fromkeys(f for f in (self.skills, contract.skills) if f is not None))
         skills = discover_skills(folders)
-        check_mcp_start(self.mcp, gate)
+        await check_mcp_start(self.mcp, gate)
         caller = self._tools_now()
         setup = RunSetup.of(caller, folders, skills, self.memory, self.mcp)
         chosen = choose_sandbox(self.sandbox)
@@ -338,7 +340,7 @@ class Harness:
             caller = setup.caller_tools_from(self._tools_now(), run_id)
             skills = setup.skills_again(run_id)
             servers = setup.mcp_from(self.mcp, run_id)
-            check_mcp_start(servers, gate)
+            await check_mcp_start(servers, gate)
             chosen = choose_sandbox(self.sandbox, stored.sandbox_json, run_id)
             with checking(net):
                 async with mcp_sessions(servers, partial(mcp_start_refusal, gate=gate)) as sessions:

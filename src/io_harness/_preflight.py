@@ -17,10 +17,10 @@ from io_harness._mcp import McpServer
 from io_harness._net import RunNet
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, RefusedError, ResumeError
-from io_harness.policy._approval import Approver
-from io_harness.policy._gate import Gate, canonical_argv
+from io_harness.policy._approval import ApprovalRequest, Approver, Decision
+from io_harness.policy._gate import Access, Deferred, Gate, Refused, canonical_argv
 from io_harness.policy._policy import Policy
-from io_harness.policy._rules import Act, Effect
+from io_harness.policy._rules import Act, Effect, Verdict, normalise_target
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider, members_of
 from io_harness.store import Store
@@ -165,28 +165,60 @@ def check_endpoints(provider: Provider, net: RunNet) -> None:
             )
 
 
-def check_mcp_start(servers: Sequence[McpServer], gate: Gate) -> None:
+async def check_mcp_start(servers: Sequence[McpServer], gate: Gate) -> None:
     """Starting a server is an act: exec of its program, or net of its ``host:port``.
 
-    A server starts before the first step (and again, once, after it died),
-    where no one can be asked, so the policy must allow it outright; the
-    verdict is a trace row either way.
+    A server starts before the first step, before the run is stored, so a
+    start the policy asks about goes to the approver now and cannot defer: an
+    approver's yes starts it (and lets its connections through), anything
+    else is a :class:`RefusedError`, and so is a deny. Each verdict is a trace row.
     """
     for server in servers:
-        refusal = mcp_start_refusal(server, gate)
-        if refusal is not None:
-            raise RefusedError(f"MCP server {server.name!r}: {refusal}")
+        access = server.start_access()
+
+        def request(
+            verdict: Verdict, server: McpServer = server, access: Access = access
+        ) -> ApprovalRequest:
+            return ApprovalRequest(
+                id=secrets.token_hex(6),
+                run_id=gate.run_id,
+                step=0,
+                call_id="",
+                tool=f"start the MCP server {server.name}",
+                arguments={"server": server.name, "target": server.target()},
+                act=verdict.act,
+                target=verdict.target,
+                argv=access.argv,
+                verdict=verdict,
+            )
+
+        clearance = await gate.authorize(access, request)
+        if isinstance(clearance, Refused):
+            raise RefusedError(f"MCP server {server.name!r}: {clearance.observation}")
+        if isinstance(clearance, Deferred):
+            raise RefusedError(
+                f"MCP server {server.name!r}: starting it is {clearance.request.verdict.describe()}"
+                "; a server starts before the run exists, so the ask cannot defer: give the "
+                "harness an approver that decides it, or allow it outright"
+            )
 
 
 def mcp_start_refusal(server: McpServer, gate: Gate) -> str | None:
-    """Why the policy does not let ``server`` start, or ``None`` when it does (outright)."""
+    """Why the policy does not let ``server`` start again (a restart), or ``None``.
+
+    A restart happens inside a tool call, where no one can be asked: it needs
+    an outright allow, or the approval its first start got.
+    """
     access = server.start_access()
+    settled = gate.settled.get(("", access.act, normalise_target(access.act, access.target)))
+    if isinstance(settled, Decision) and settled.kind == "approve":
+        return None
     verdict = gate.check_outright(access)
     if verdict.effect is Effect.ALLOW:
         return None
     how = "allow_exec" if access.act is Act.EXEC else "allow_net"
     return (
-        f"starting it is {verdict.describe()}; a server starts outside any tool call and "
+        f"starting it is {verdict.describe()}; a restart happens inside a tool call and "
         f"cannot wait for approval, so the policy must allow it outright "
         f"({how}({verdict.target!r}))"
     )

@@ -140,7 +140,8 @@ class _Server:
             spec = ToolSpec(
                 name=name, description=wire.description or "", parameters=wire.input_schema
             )
-            tools[name] = McpTool(self, self.name, wire.name, spec)
+            connection = self.config.start_access() if self.config.transport == "http" else None
+            tools[name] = McpTool(self, self.name, wire.name, spec, connection)
         before = {name: tool.spec for name, tool in self.tools.items()}
         after = {name: tool.spec for name, tool in tools.items()}
         if reason != "start" and before != after:

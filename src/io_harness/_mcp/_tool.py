@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from io_harness.messages import ToolSpec
+from io_harness.policy._gate import Access
+from io_harness.policy._rules import Act
 from io_harness.tools._base import HarnessTool, ToolOutcome
 from io_harness.tools._caller import CallerArgs
 
@@ -24,16 +27,26 @@ class McpTool(HarnessTool[CallerArgs]):
 
     Its description and input schema are the server's, verbatim; the server
     checks the arguments. A call is an ``exec`` of the offered name for the
-    policy (the default of :meth:`HarnessTool.accesses`). Everything that can
-    go wrong -- a timeout, an error result, a server that died -- is the call's
-    observation.
+    policy and, for a server reached over HTTP, a ``net`` of its ``host:port``
+    too, so an ``ask_net`` on the server's host asks (or defers) before the
+    call like any act. Everything that can go wrong -- a timeout, an error
+    result, a server that died -- is the call's observation.
     """
 
     kind = "mcp"
     args = CallerArgs
 
-    def __init__(self, caller: ToolCaller, server: str, tool: str, spec: ToolSpec) -> None:
+    def __init__(
+        self,
+        caller: ToolCaller,
+        server: str,
+        tool: str,
+        spec: ToolSpec,
+        connection: Access | None = None,
+    ) -> None:
         self._caller = caller
+        self._connection = connection
+        """The ``net`` act a call makes (an HTTP server's); ``None`` for stdio."""
         self.server = server
         """The server's name."""
         self.tool = tool
@@ -50,6 +63,11 @@ class McpTool(HarnessTool[CallerArgs]):
     @name.setter
     def name(self, value: str) -> None:
         raise AttributeError("an MCP tool's name is its server's and its own")
+
+    def accesses(self, args: CallerArgs) -> Sequence[Access]:
+        """An ``exec`` of the offered name, then the connection an HTTP server's call makes."""
+        own = Access(Act.EXEC, self.name)
+        return (own,) if self._connection is None else (own, self._connection)
 
     @property
     def description(self) -> str:
