@@ -492,9 +492,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=25, help="profile lines to print")
     parser.add_argument(
         "--policy",
-        choices=("permissive", "layered"),
-        default="permissive",
-        help="the run's policy: permissive (run's default) or layered (Policy.guarded() "
+        choices=("default", "layered"),
+        default="default",
+        help="the run's policy: default (a run's when given none, Policy.default()) or "
+        "layered (Policy.guarded() "
         "and three layers of ten rules each, the read allowed by the last rule)",
     )
     args = parser.parse_args(argv)
