@@ -213,13 +213,13 @@ class Harness:
         check_endpoints(self.provider, net)
         folders = tuple(dict.fromkeys(f for f in (self.skills, contract.skills) if f is not None))
         skills = discover_skills(folders)
+        store = self.store
+        check_new_run_id(store, run_id)  # before an approver is asked about a server
         await check_mcp_start(self.mcp, gate)
         caller = self._tools_now()
         setup = RunSetup.of(caller, folders, skills, self.memory, self.mcp)
         chosen = choose_sandbox(self.sandbox)
-        store = self.store
         with store.lease(run_id), checking(net):
-            check_new_run_id(store, run_id)  # before any server starts
             async with mcp_sessions(self.mcp, partial(mcp_start_refusal, gate=gate)) as sessions:
                 return await self._start(
                     contract, run_id, labels, gate, chosen, caller, skills, setup, sessions
@@ -304,8 +304,8 @@ class Harness:
         ``replace_policy=True`` says the change is meant), its prices (unless
         this harness has its own), its skills and memory setting, and its
         sandbox configuration (unless this harness names a sandbox). Its
-        caller tools and MCP servers must be this harness's too: one missing
-        (a caller tool: or changed) is a :class:`ResumeError` naming it.
+        caller tools and MCP servers must be this harness's too: one missing,
+        or a caller tool whose spec changed, is a :class:`ResumeError` naming it.
 
         A run ``AWAITING_APPROVAL`` continues with the deferred act:
         ``decision`` decides it (so does a decision stored earlier with ``ioh

@@ -288,6 +288,7 @@ class Engine:
             self.deferrals.resolved(record)
             resume_at, progress.cleared = None, []
             arguments = call.arguments if done.arguments is None else done.arguments
+            kind = self.toolbox.kind_of(call.name)
             progress.done.append(
                 DoneCall(
                     call_id=call.id,
@@ -296,7 +297,7 @@ class Engine:
                     result=done.content,
                     is_error=done.is_error,
                     changed=done.changed,
-                    kind=self.toolbox.kind_of(call.name),
+                    kind=kind,
                     duration=done.duration,
                     error=done.error,
                 )
@@ -311,7 +312,7 @@ class Engine:
                     result=done.content,
                     is_error=done.is_error,
                     changed=done.changed,
-                    tool_kind=self.toolbox.kind_of(call.name),
+                    tool_kind=kind,
                 )
             )
         record.messages.append(progress.assistant)
