@@ -15,7 +15,8 @@ from functools import partial
 from pathlib import Path
 from typing import TypedDict, Unpack
 
-from io_harness._mcp import McpServer, McpSessions, check_servers
+from io_harness._mcp import McpServer, McpSessions, ServerSandbox, check_servers
+from io_harness._mcp._session import check_sandboxes
 from io_harness._net import RunNet, checking
 from io_harness._preflight import (
     caller_toolbox,
@@ -44,6 +45,7 @@ from io_harness.loop import (
     choose_sandbox,
     mcp_sessions,
     memory_scope,
+    server_sandbox,
 )
 from io_harness.loop._context import system_prompt, task_message
 from io_harness.loop._deferral import Resumption
@@ -56,6 +58,7 @@ from io_harness.policy._gate import Gate
 from io_harness.policy._policy import Policy
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
+from io_harness.sandbox import SandboxConfig
 from io_harness.store import Store
 from io_harness.store._records import NewRun
 from io_harness.tools._caller import Tool, Toolbox
@@ -161,6 +164,9 @@ class Harness:
             raise ConfigError(f"mcp must be a list of McpServer, not {type(mcp).__name__}")
         self.mcp: tuple[McpServer, ...] = tuple(mcp) if mcp is not None else ()
         check_servers(self.mcp)
+        if not isinstance(sandbox, SandboxConfig) and sandbox is not DEFAULT_SANDBOX:
+            # NO_SANDBOX, or a Sandbox of the caller's: known now, not only at the run.
+            check_sandboxes(self.mcp, ServerSandbox(choose_sandbox(sandbox).sandbox, Path()))
 
     def __repr__(self) -> str:
         return f"Harness({self.provider.name}:{self.provider.model}, store={self.store!r})"
@@ -215,12 +221,15 @@ class Harness:
         skills = discover_skills(folders)
         store = self.store
         check_new_run_id(store, run_id)  # before an approver is asked about a server
+        chosen = choose_sandbox(self.sandbox)
+        contained = server_sandbox(contract, gate, chosen)
+        check_sandboxes(self.mcp, contained)
         await check_mcp_start(self.mcp, gate)
         caller = self._tools_now()
         setup = RunSetup.of(caller, folders, skills, self.memory, self.mcp)
-        chosen = choose_sandbox(self.sandbox)
         with store.lease(run_id), checking(net):
-            async with mcp_sessions(self.mcp, partial(mcp_start_refusal, gate=gate)) as sessions:
+            may_start = partial(mcp_start_refusal, gate=gate)
+            async with mcp_sessions(self.mcp, may_start, contained) as sessions:
                 return await self._start(
                     contract, run_id, labels, gate, chosen, caller, skills, setup, sessions
                 )
@@ -340,10 +349,13 @@ class Harness:
             caller = setup.caller_tools_from(self._tools_now(), run_id)
             skills = setup.skills_again(run_id)
             servers = setup.mcp_from(self.mcp, run_id)
-            await check_mcp_start(servers, gate)
             chosen = choose_sandbox(self.sandbox, stored.sandbox_json, run_id)
+            contained = server_sandbox(contract, gate, chosen)
+            check_sandboxes(servers, contained)
+            await check_mcp_start(servers, gate)
             with checking(net):
-                async with mcp_sessions(servers, partial(mcp_start_refusal, gate=gate)) as sessions:
+                may_start = partial(mcp_start_refusal, gate=gate)
+                async with mcp_sessions(servers, may_start, contained) as sessions:
                     tools = build_tools(
                         contract,
                         gate,

@@ -5,13 +5,16 @@
 Its tools answer with text, errors, images, resources, structured content,
 huge results, slow results, its pid and environment; ``die`` ends the process
 mid-call; ``linger`` keeps it alive past the end of its stdin; ``grow`` adds a
-tool and announces the change.
+tool and announces the change; ``write``, ``connect`` and ``proxied`` try what
+a sandbox should contain (a file written, a direct connection, one through the
+sandbox's proxy).
 """
 
 from __future__ import annotations
 
 import base64
 import os
+import socket
 import sys
 import threading
 import time
@@ -118,6 +121,51 @@ def die() -> str:
     """End the server's process during the call."""
     print("dying now", file=sys.stderr, flush=True)
     os._exit(3)
+
+
+@server.tool()
+def write(path: str, text: str) -> str:
+    """Write ``text`` to the file ``path``; say what happened."""
+    try:
+        with open(path, "w") as handle:
+            handle.write(text)
+    except OSError as exc:
+        return f"refused: {exc.strerror}"
+    return "wrote"
+
+
+@server.tool()
+def connect(host: str, port: int) -> str:
+    """Open a TCP connection straight to ``host:port``; say what happened."""
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+    except OSError as exc:
+        return f"refused: {exc.strerror or exc}"
+    return "connected"
+
+
+@server.tool()
+def proxied(host: str, port: int, message: str = "ping") -> str:
+    """Send ``message`` to ``host:port`` through the sandbox's proxy; its answer's status line
+    and, when let through, what came back."""
+    path = os.environ.get("IOH_PROXY_SOCKET")
+    if not path:
+        return "(no proxy)"
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(10)
+        sock.connect(path)
+        sock.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            head += chunk
+        status = head.split(b"\r\n", 1)[0].decode()
+        if " 200 " not in status:
+            return status
+        sock.sendall(message.encode())
+        return f"{status}; echoed {sock.recv(4096).decode()}"
 
 
 def extra(text: str) -> str:

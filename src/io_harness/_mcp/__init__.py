@@ -13,6 +13,7 @@ from io_harness._mcp._config import (
     tool_name,
 )
 from io_harness._mcp._events import McpEvent, McpEventKind
+from io_harness._mcp._sandboxed import ServerSandbox
 from io_harness._mcp._session import McpSessions
 from io_harness._mcp._tool import McpTool
 
@@ -24,6 +25,7 @@ __all__ = [
     "McpServer",
     "McpSessions",
     "McpTool",
+    "ServerSandbox",
     "check_servers",
     "servers_from_tables",
     "tool_name",

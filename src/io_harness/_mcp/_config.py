@@ -10,6 +10,7 @@ table whose keys are :class:`McpServer`'s fields::
     command = "npx"
     args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
     env = { LOG_LEVEL = "warn" }
+    sandbox = true          # run it inside the run's OS sandbox
 
     [[mcp]]
     name = "search"
@@ -57,9 +58,9 @@ MAX_SERVER_NAME = 64 - len(MCP_PREFIX) - len(SEPARATOR) - 1
 _SERVER_NAME = re.compile(r"[a-zA-Z0-9_-]+")
 _KEYS = (
     "name", "command", "args", "env", "cwd", "url", "headers",
-    "call_timeout", "start_timeout", "max_result_chars",
+    "call_timeout", "start_timeout", "max_result_chars", "sandbox",
 )  # fmt: skip
-_STDIO_ONLY = ("args", "env", "cwd")
+_STDIO_ONLY = ("args", "env", "cwd", "sandbox")
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -108,6 +109,13 @@ class McpServer(CheckedModel):
     minimal base (``HOME``, ``LOGNAME``, ``PATH``, ``SHELL``, ``TERM``,
     ``USER``): nothing else of the harness's, its API keys included.
 
+    With ``sandbox=True`` a stdio server runs inside the run's OS sandbox:
+    it starts in the run's workspace (unless ``cwd`` names another folder,
+    which it may then read), may write only the workspace and a scratch folder
+    of its own (its ``HOME``), runs under the sandbox's caps, and each
+    connection it opens goes through the sandbox's proxy and is decided by
+    the run's policy.
+
     Limits: ``call_timeout`` seconds per call (the call ends as an
     observation); ``start_timeout`` seconds to start, answer the handshake and
     list the tools; ``max_result_chars`` of a call's result shown to the model,
@@ -125,7 +133,8 @@ class McpServer(CheckedModel):
     env: dict[str, str] = Field(default_factory=dict, repr=False)
     """Variables the stdio server gets over the minimal base; values are not shown by ``repr``."""
     cwd: Path | None = None
-    """The folder a stdio server starts in (the harness's own when ``None``)."""
+    """The folder a stdio server starts in (when ``None``: the harness's own, or the run's
+    workspace for a sandboxed server)."""
     url: str | None = Field(None, repr=False)
     """The endpoint of a streamable HTTP server (``http://`` or ``https://``); not shown by
     ``repr``, since a query may hold a key (:meth:`target` is its origin and path)."""
@@ -134,6 +143,8 @@ class McpServer(CheckedModel):
     call_timeout: float = Field(DEFAULT_CALL_TIMEOUT, gt=0, allow_inf_nan=False, strict=True)
     start_timeout: float = Field(DEFAULT_START_TIMEOUT, gt=0, allow_inf_nan=False, strict=True)
     max_result_chars: int = Field(MAX_RESULT_CHARS, gt=0, strict=True)
+    sandbox: bool = Field(False, strict=True)
+    """Run a stdio server inside the run's OS sandbox (see the class's docstring)."""
 
     @classmethod
     def stdio(
@@ -147,8 +158,12 @@ class McpServer(CheckedModel):
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         start_timeout: float = DEFAULT_START_TIMEOUT,
         max_result_chars: int = MAX_RESULT_CHARS,
+        sandbox: bool = False,
     ) -> McpServer:
-        """A server the harness starts as ``command args...`` and speaks to over stdio."""
+        """A server the harness starts as ``command args...`` and speaks to over stdio.
+
+        With ``sandbox=True`` it runs inside the run's OS sandbox.
+        """
         return cls(
             name=name,
             command=command,
@@ -158,6 +173,7 @@ class McpServer(CheckedModel):
             call_timeout=call_timeout,
             start_timeout=start_timeout,
             max_result_chars=max_result_chars,
+            sandbox=sandbox,
         )
 
     @classmethod
@@ -190,14 +206,15 @@ class McpServer(CheckedModel):
         ``where`` (a file name) begins every error message and ``key`` is the
         table's key path, so a mistake reads ``contract.toml: mcp[0].call_timeout: ...``.
         With ``folder`` (the file's folder), a stdio server's relative ``cwd``
-        resolves against it, and a stdio server without ``cwd`` starts there.
+        resolves against it, and a stdio server without ``cwd`` starts there
+        (a sandboxed one in the run's workspace).
         """
         if not isinstance(data, Mapping):
             raise ConfigError(f"{where}: {key}: expected a table")
         fields = dict(data)
         if folder is not None and "command" in fields and "url" not in fields:
             cwd = fields.get("cwd")
-            if cwd is None:
+            if cwd is None and fields.get("sandbox") is not True:  # sandboxed: the workspace
                 fields["cwd"] = folder
             elif isinstance(cwd, str):
                 fields["cwd"] = folder / cwd

@@ -10,7 +10,10 @@ the SDK then ends a stdio server (stdin closed, 2 s, SIGTERM to its group,
 2 s, SIGKILL) or ends an HTTP session (``DELETE``).
 
 On Linux a stdio server starts through ``_guard.py``, which has the kernel
-kill the server when the harness dies, however it dies. A stdio server's
+kill the server when the harness dies, however it dies. A server with
+``sandbox = true`` starts through the sandbox's launcher instead (given as
+``contain``), whose own guard does the same, and its containment ends after
+the SDK has stopped it. A stdio server's
 stderr goes to a pipe a thread drains all the time (a chatty server never
 blocks on it); its last :data:`STDERR_TAIL_BYTES` are kept for error messages.
 """
@@ -24,6 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
@@ -38,12 +42,15 @@ if TYPE_CHECKING:
     from mcp.shared.message import SessionMessage
     from mcp.types import Tool as WireTool
 
+    from io_harness.sandbox._spawn import Service
+
 __all__ = ["STDERR_TAIL_BYTES", "Connection", "StartFailed", "describe_error"]
 
 STDERR_TAIL_BYTES = 4096
 """How much of the end of a stdio server's stderr is kept."""
 GUARD = Path(__file__).with_name("_guard.py")
 GUARD_MARK = "ioh-mcp-guard:"
+LAUNCH_MARK = "ioh-launch:"
 SSE_EVENT_LIMIT = 32 * 1024 * 1024
 """Bytes one event of an HTTP server's stream may hold (the SDK's default is 1 MiB):
 a result far over the cap is received and cut, not refused."""
@@ -144,11 +151,19 @@ class Connection:
     """One session with one server, from its start to its close; see the module's docstring.
 
     ``tools_changed`` is called when the server announces that its tools changed.
+    ``contain``, for a server with ``sandbox = true``, gives the contained command
+    line to start it with, for as long as its block lasts.
     """
 
-    def __init__(self, server: McpServer, tools_changed: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        server: McpServer,
+        tools_changed: Callable[[], None],
+        contain: Callable[[], AbstractAsyncContextManager[Service]] | None = None,
+    ) -> None:
         self.server = server
         self._tools_changed = tools_changed
+        self._contain = contain
         self.session: ClientSession | None = None
         """The live session, once the connection is ready."""
         self.tools: list[WireTool] = []
@@ -185,9 +200,10 @@ class Connection:
             return StartFailed(self.server, phase, reason, None)
         await self.stderr.settled(2.0)
         stderr = self.stderr.text()
-        guard = [line for line in stderr.splitlines() if line.startswith(GUARD_MARK)]
-        if guard:  # the guard could not run the program: that is the whole story
-            phase, reason = "start", guard[-1].removeprefix(GUARD_MARK).strip()
+        marks = (GUARD_MARK, LAUNCH_MARK)
+        guard = [line for line in stderr.splitlines() if line.startswith(marks)]
+        if guard:  # the guard or launcher could not run the program: that is the whole story
+            phase, reason = "start", guard[-1].split(":", 1)[1].strip()
             stderr = "\n".join(line for line in stderr.splitlines() if line not in guard)
         return StartFailed(self.server, phase, reason, stderr)
 
@@ -270,16 +286,20 @@ class Connection:
             )
         from mcp import StdioServerParameters, stdio_client
 
-        self.stderr = StderrTail()
         command, args = server.command, list(server.args)
-        if sys.platform == "linux":
+        env, cwd = dict(server.env), server.cwd
+        if self._contain is not None:
+            service = await stack.enter_async_context(self._contain())
+            command, args = service.argv[0], list(service.argv[1:])
+            env, cwd = dict(service.env), service.cwd
+            self.info["sandbox"] = service.backend
+        elif sys.platform == "linux":
             command, args = (
                 sys.executable,
                 ["-I", "-S", "-B", str(GUARD), str(os.getpid()), command, *args],
             )
-        params = StdioServerParameters(
-            command=command, args=args, env=dict(server.env), cwd=server.cwd
-        )
+        self.stderr = StderrTail()
+        params = StdioServerParameters(command=command, args=args, env=env, cwd=cwd)
         try:
             return await stack.enter_async_context(stdio_client(params, errlog=self.stderr.writer))
         finally:
@@ -437,6 +457,10 @@ def describe_error(exc: BaseException) -> str:
     from mcp import MCPError
     from mcp.types import CONNECTION_CLOSED
 
+    from io_harness.errors import HarnessError
+
+    if isinstance(first, HarnessError):  # the sandbox's refusal to start the program
+        return str(first)
     if isinstance(first, MCPError):
         if first.code == CONNECTION_CLOSED:
             return (

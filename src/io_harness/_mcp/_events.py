@@ -8,15 +8,16 @@ from typing import Any, Literal
 
 __all__ = ["McpEvent", "McpEventKind"]
 
-McpEventKind = Literal["start", "handshake", "list", "call", "restart", "close"]
+McpEventKind = Literal["start", "handshake", "list", "call", "restart", "net", "close"]
 
 
 @dataclass(frozen=True, slots=True)
 class McpEvent:
     """One thing one MCP server did; ``detail`` is plain JSON.
 
-    - ``start``: the server was started or reached (``transport``, ``target``;
-      ``ok`` false with ``error`` when it could not be).
+    - ``start``: the server was started or reached (``transport``, ``target``,
+      ``sandbox``: the backend it runs in when it asked for one; ``ok`` false with
+      ``error`` when it could not be).
     - ``handshake``: it answered (``server`` name and ``version``, ``protocol``,
       ``seconds``), or did not (``ok`` false, ``error``).
     - ``list``: its tools were listed (``tools``: how many, ``reason``: ``start``,
@@ -28,6 +29,8 @@ class McpEvent:
       ``chars`` shown and ``cut`` when the result was over the cap).
     - ``restart``: the server had stopped and was started again (``reason``,
       ``ok``), or will not be (``ok`` false).
+    - ``net``: a sandboxed server asked its proxy for a connection (``target``
+      ``host:port``, ``allowed``: the run's policy let it through).
     - ``close``: its session ended (``seconds``; ``error`` when closing failed).
     """
 

@@ -18,6 +18,7 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ from io_harness._mcp._config import McpServer, check_servers, tool_name, tool_na
 from io_harness._mcp._connection import Connection, StartFailed, describe_error
 from io_harness._mcp._content import result_text
 from io_harness._mcp._events import McpEvent, McpEventKind
+from io_harness._mcp._sandboxed import ServerSandbox
 from io_harness._mcp._tool import McpTool, capped
 from io_harness.errors import ConfigError, McpError
 from io_harness.messages import ToolSpec
@@ -33,7 +35,7 @@ from io_harness.tools._base import HarnessTool, ToolOutcome
 if TYPE_CHECKING:
     from mcp.types import Tool as WireTool
 
-__all__ = ["McpSessions"]
+__all__ = ["McpSessions", "check_sandboxes"]
 
 CALL_GRACE = 10.0
 """Seconds past a call's timeout before the harness stops waiting on its own clock (the
@@ -48,12 +50,18 @@ class _Server:
     """One server's session across a run: its tools, its one restart, its events."""
 
     def __init__(
-        self, config: McpServer, events: list[McpEvent], may_start: StartCheck | None = None
+        self,
+        config: McpServer,
+        events: list[McpEvent],
+        may_start: StartCheck | None = None,
+        sandbox: ServerSandbox | None = None,
     ) -> None:
         self.config = config
         self.name = config.name
         self._events = events
         self._may_start = may_start
+        self._sandbox = sandbox if config.sandbox else None
+        """Where the server runs contained, when it asks to be."""
         """Asked before a restart: the start is an act like the first one."""
         self.conn: Connection | None = None
         self._connections: list[Connection] = []
@@ -75,13 +83,19 @@ class _Server:
     def _announce(self) -> None:
         self.announced = True
 
+    def _net_seen(self, target: str, allowed: bool) -> None:
+        self._emit("net", target=target, allowed=allowed)
+
     async def start(self, reason: str = "start") -> None:
         """Start (or restart) the server and list its tools.
 
         :class:`StartFailed` when it cannot; at the first start, a tool whose
         offered name would be too long or bad is a :class:`ConfigError`.
         """
-        conn = Connection(self.config, self._announce)
+        contain = None
+        if self._sandbox is not None:
+            contain = partial(self._sandbox.service, self.config, self._net_seen)
+        conn = Connection(self.config, self._announce, contain)
         self._connections.append(conn)
         target = {"transport": self.config.transport, "target": self.config.target()}
         try:
@@ -105,6 +119,8 @@ class _Server:
         phases = ("start", "handshake", "list")
         reached = phases.index(failed.phase) if failed is not None else len(phases)
         start = {**target, "seconds": info.get("start_seconds")}
+        if "sandbox" in info:
+            start["sandbox"] = info["sandbox"]
         if reached == 0 and failed is not None:
             self._emit("start", **start, ok=False, error=str(failed))
             return
@@ -366,6 +382,23 @@ class _Server:
         await asyncio.gather(*(self._close(conn) for conn in self._connections if conn.opened))
 
 
+def check_sandboxes(servers: Sequence[McpServer], sandbox: ServerSandbox | None) -> None:
+    """:class:`ConfigError` for each server with ``sandbox = true`` that cannot be contained."""
+    problems = []
+    for server in servers:
+        if not server.sandbox:
+            continue
+        if sandbox is None:
+            problems.append(
+                f"MCP server {server.name!r} asks for sandbox = true, but no sandbox was given "
+                "to run it in (a run gives its own)"
+            )
+        elif (problem := sandbox.problem(server)) is not None:
+            problems.append(problem)
+    if problems:
+        raise ConfigError("; ".join(problems))
+
+
 def _last_lines(text: str, lines: int = 3, chars: int = 300) -> str:
     """The last few lines of ``text``, at most ``chars`` characters of them."""
     last = "\n".join(text.strip().splitlines()[-lines:])
@@ -381,21 +414,33 @@ class McpSessions:
     safe to call more than once and from a cancelled task.
     """
 
-    def __init__(self, servers: Sequence[McpServer], may_start: StartCheck | None = None) -> None:
+    def __init__(
+        self,
+        servers: Sequence[McpServer],
+        may_start: StartCheck | None = None,
+        sandbox: ServerSandbox | None = None,
+    ) -> None:
         """Sessions not yet started; :meth:`open` builds and starts them."""
         self._events: list[McpEvent] = []
-        self._servers = [_Server(server, self._events, may_start) for server in servers]
+        self._servers = [_Server(s, self._events, may_start, sandbox) for s in servers]
         self._closed = False
 
     @classmethod
     async def open(
-        cls, servers: Sequence[McpServer], *, may_start: StartCheck | None = None
+        cls,
+        servers: Sequence[McpServer],
+        *,
+        may_start: StartCheck | None = None,
+        sandbox: ServerSandbox | None = None,
     ) -> McpSessions:
         """Start every server at once, answer the handshake and list each one's tools.
 
         ``may_start`` is asked before a server is started again after it
         died (the caller checked the first starts): a refusal, as text, leaves
-        the server gone. A server that cannot start, answer or list its tools is an
+        the server gone. ``sandbox`` is where servers with ``sandbox = true``
+        run; such a server without one, or one that sandbox cannot hold, is a
+        :class:`~io_harness.errors.ConfigError` before anything starts. A
+        server that cannot start, answer or list its tools is an
         :class:`~io_harness.errors.McpError` naming it, with the end of its
         stderr; a bad or duplicate name, or a tool whose offered name would be
         too long, is a :class:`~io_harness.errors.ConfigError`. Either way
@@ -404,7 +449,8 @@ class McpSessions:
         """
         servers = list(servers)
         check_servers(servers)
-        sessions = cls(servers, may_start)
+        check_sandboxes(servers, sandbox)
+        sessions = cls(servers, may_start, sandbox)
         try:
             outcomes = await asyncio.gather(
                 *(server.start() for server in sessions._servers), return_exceptions=True

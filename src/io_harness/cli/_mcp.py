@@ -17,10 +17,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from io_harness._contract_toml import mcp_servers
-from io_harness._mcp import McpServer, McpSessions
+from io_harness._contract_toml import mcp_servers, sandbox_config
+from io_harness._mcp import McpServer, McpSessions, ServerSandbox
 from io_harness.cli._permissions import policy_for
 from io_harness.cli._text import escape
+from io_harness.contract import TaskContract
 from io_harness.errors import HarnessError
 from io_harness.policy import Act, Effect, Policy, Verdict
 
@@ -44,7 +45,7 @@ def render_servers(path: Path) -> str:
             "" if verdict.effect is not Effect.ASK else " (a run refuses it: a start cannot wait)"
         )
         lines.append(
-            f"  {escape(server.name)}  {server.transport}  {escape(server.target())}  "
+            f"  {escape(server.name)}  {_transport(server)}  {escape(server.target())}  "
             f"start: {escape(verdict.describe())}{note}"
         )
     return "\n".join(lines)
@@ -61,30 +62,55 @@ def cmd_mcp_list(args: argparse.Namespace, console: Console) -> int:
     if policy is None:
         console.print(f"{escape(str(path))} has no [policy]; the verdicts are Policy.default()'s")
         policy = Policy.default()
-    return asyncio.run(_list_all(servers, policy, console))
+    return asyncio.run(_list_all(servers, policy, _server_sandbox(path, servers, policy), console))
 
 
-async def _list_all(servers: list[McpServer], policy: Policy, console: Console) -> int:
-    listings = await asyncio.gather(*(_listing(server, policy) for server in servers))
+def _transport(server: McpServer) -> str:
+    return f"{server.transport}, sandboxed" if server.sandbox else server.transport
+
+
+def _server_sandbox(path: Path, servers: list[McpServer], policy: Policy) -> ServerSandbox | None:
+    """Where the contract's servers with ``sandbox = true`` run, as a run of it would have them:
+    the sandbox its ``[sandbox]`` table selects, over its workspace, net allowed outright only."""
+    if not any(server.sandbox for server in servers):
+        return None
+    from io_harness.sandbox import SandboxConfig, select
+    from io_harness.sandbox._proxy import net_target
+
+    sandbox = select(sandbox_config(path) or SandboxConfig())  # SandboxError: none here
+
+    async def outright(host: str, port: int) -> bool:
+        return policy.explain(Act.NET, net_target(host, port)).effect is Effect.ALLOW
+
+    root = TaskContract.from_toml(path).root.resolve()
+    return ServerSandbox(sandbox, root, outright)
+
+
+async def _list_all(
+    servers: list[McpServer], policy: Policy, sandbox: ServerSandbox | None, console: Console
+) -> int:
+    listings = await asyncio.gather(*(_listing(server, policy, sandbox) for server in servers))
     for _, lines in listings:
         for line in lines:
             console.print(line, soft_wrap=True)
     return EXIT_FAILED if any(failed for failed, _ in listings) else 0
 
 
-async def _listing(server: McpServer, policy: Policy) -> tuple[bool, list[str]]:
+async def _listing(
+    server: McpServer, policy: Policy, sandbox: ServerSandbox | None
+) -> tuple[bool, list[str]]:
     """Whether the server failed, and the lines that describe it and its tools."""
     access = server.start_access()
     start = policy.explain(access.act, access.target)
     lines = [
-        f"[bold]{escape(server.name)}[/] ({server.transport}: {escape(server.target())})",
+        f"[bold]{escape(server.name)}[/] ({_transport(server)}: {escape(server.target())})",
         f"  start: {escape(start.describe())}",
     ]
     if start.effect is Effect.DENY:
         lines.append("  not started: the policy denies it")
         return False, lines
     try:
-        sessions = await McpSessions.open([server])
+        sessions = await McpSessions.open([server], sandbox=sandbox)
     except HarnessError as exc:
         lines.append(f"  [red]failed:[/] {escape(str(exc))}")
         return True, lines

@@ -14,7 +14,13 @@ from io_harness.loop._sandboxing import (
     SandboxChoice,
     choose_sandbox,
 )
-from io_harness.loop._setup import RunSetup, build_tools, mcp_sessions, memory_scope
+from io_harness.loop._setup import (
+    RunSetup,
+    build_tools,
+    mcp_sessions,
+    memory_scope,
+    server_sandbox,
+)
 
 __all__ = [
     "DEFAULT_SANDBOX",
@@ -29,4 +35,5 @@ __all__ = [
     "choose_sandbox",
     "mcp_sessions",
     "memory_scope",
+    "server_sandbox",
 ]

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from io_harness._mcp import McpServer, McpSessions
+from io_harness._mcp import McpServer, McpSessions, ServerSandbox
 from io_harness._mcp._session import StartCheck
 from io_harness._validation import loading
 from io_harness.contract import TaskContract
@@ -41,7 +41,7 @@ from io_harness.tools._memory import ForgetTool, MemoryAuthor, RememberTool
 from io_harness.tools._skills import ReadSkillTool, Skill, discover_skills
 from io_harness.tools._text import remove_partial_writes
 
-__all__ = ["RunSetup", "build_tools", "mcp_sessions", "memory_scope"]
+__all__ = ["RunSetup", "build_tools", "mcp_sessions", "memory_scope", "server_sandbox"]
 
 
 class RunSetup(BaseModel):
@@ -161,22 +161,29 @@ class RunSetup(BaseModel):
 
 @contextlib.asynccontextmanager
 async def mcp_sessions(
-    servers: Sequence[McpServer], may_start: StartCheck
+    servers: Sequence[McpServer], may_start: StartCheck, sandbox: ServerSandbox
 ) -> AsyncIterator[McpSessions | None]:
     """The run's MCP sessions, one per server, closed however the block ends.
 
     Opened inside the run's network check, so each HTTP server's requests
-    are decided by the run's policy; ``may_start`` decides a restart.
-    ``None`` when the run has no server.
+    are decided by the run's policy; ``may_start`` decides a restart;
+    servers with ``sandbox = true`` run in ``sandbox``. ``None`` when the run
+    has no server.
     """
     if not servers:
         yield None
         return
-    sessions = await McpSessions.open(servers, may_start=may_start)
+    sessions = await McpSessions.open(servers, may_start=may_start, sandbox=sandbox)
     try:
         yield sessions
     finally:
         await sessions.close()
+
+
+def server_sandbox(contract: TaskContract, gate: Gate, chosen: RunSandbox) -> ServerSandbox:
+    """Where the run's servers with ``sandbox = true`` run: its sandbox, over its workspace,
+    each connection a ``net`` act of the run's gate (as a command's through the proxy)."""
+    return ServerSandbox(chosen.sandbox, contract.root.resolve(), _net_check(gate))
 
 
 def memory_scope(contract: TaskContract) -> str:

@@ -5,8 +5,9 @@ writes the options). In order it joins the command's cgroups, sets its
 rlimits, leaves a guard behind (with ``--parent``: a process that kills the
 command's cgroups and process group if the harness dies first), drops to
 another uid, applies Landlock and seccomp (through
-``_confine.py``, loaded only then), changes folder, restores the signals
-Python ignores and executes ARGV. It is a script of the standard library
+``_confine.py``, loaded only then), changes folder, opens the files the
+program is to find at given descriptors, restores the signals Python ignores
+and executes ARGV. It is a script of the standard library
 alone, run by path, so nothing of the workspace can stand in for it; its
 options are plain arguments because a parser module would cost more to
 import than the rest of the launch.
@@ -47,12 +48,16 @@ def launch_args(
     cwd: str | None = None,
     parent: int | None = None,
     scratch: str | None = None,
+    fds: dict[int, str] | None = None,
 ) -> list[str]:
     """The launcher's arguments: join ``cgroups``, set ``rlimits``, become ``uid``/``gid``,
     allow writes only beneath ``landlock`` (when given), load ``seccomp``, enter ``cwd``,
-    then execute ``argv`` (its program an absolute path). With ``parent`` (the harness's
-    pid), a guard outlives the exec and ends the command's tree, and removes ``scratch``,
-    if ``parent`` dies."""
+    open each file of ``fds`` read-only at its descriptor, then execute ``argv`` (its
+    program an absolute path). With ``parent`` (the harness's pid), a guard outlives the
+    exec and ends the command's tree, and removes ``scratch``, if ``parent`` dies.
+
+    The files are opened by the launcher, not passed in, so the whole line is a
+    plain command any spawner can start (the MCP SDK's, for a sandboxed server)."""
     args: list[str] = []
     if parent is not None:
         args += ["--parent", str(parent)]
@@ -72,6 +77,8 @@ def launch_args(
         args += ["--seccomp", seccomp]
     if cwd is not None:
         args += ["--cwd", cwd]
+    for number, path in (fds or {}).items():
+        args += ["--fd", str(number), path]
     return [*args, "--", *argv]
 
 
@@ -210,12 +217,16 @@ class _Steps:
         self.cwd: str | None = None
         self.parent: int | None = None
         self.scratch: str | None = None
+        self.fds: list[tuple[int, str]] = []
         while args and args[0] != "--":
             option, args = args[0], args[1:]
             if option == "--rlimit":
                 kind = getattr(resource, args[0])
                 self.rlimits.append((kind, int(args[1]), int(args[2])))
                 args = args[3:]
+            elif option == "--fd":
+                self.fds.append((int(args[0]), args[1]))
+                args = args[2:]
             elif option == "--landlock":
                 self.writable = self.writable or []
             else:
@@ -265,6 +276,12 @@ class _Steps:
                 _fail(str(exc))
         if self.cwd is not None:
             os.chdir(self.cwd)
+        for number, path in self.fds:
+            opened = os.open(path, os.O_RDONLY)
+            if opened != number:  # nothing of the launcher's own is at ``number`` by now
+                os.dup2(opened, number)
+                os.close(opened)
+            os.set_inheritable(number, True)
 
 
 def main(args: list[str]) -> None:

@@ -23,6 +23,9 @@ __all__ = ["BubblewrapSandbox", "FloorSandbox", "LandlockSandbox", "NamespacesSa
 NOBODY = 65534
 """The uid and gid a command runs as when the harness runs as root."""
 
+SECCOMP_FD = 3
+"""The descriptor bubblewrap reads the seccomp filter from (the launcher opens it there)."""
+
 _DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts")
 """Devices every command may write (Landlock counts opening them for writing)."""
 
@@ -106,7 +109,6 @@ class BubblewrapSandbox(ContainedSandbox):
     def wrap(self, command: Command) -> Wrapping:
         """``bwrap`` with every namespace, the root read-only and the workdir bound."""
         assert command.seccomp is not None
-        filter_fd = os.open(command.seccomp, os.O_RDONLY)
         args = ["bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         args += ["--unshare-cgroup-try"]
         if _as_root():
@@ -129,11 +131,11 @@ class BubblewrapSandbox(ContainedSandbox):
         args += [workdir, str(command.workdir), str(command.workdir)]
         for path in (*command.writable, command.scratch):
             args += ["--bind", str(path), str(path)]
-        args += ["--seccomp", str(filter_fd), "--chdir", str(command.workdir), "--"]
+        args += ["--seccomp", str(SECCOMP_FD), "--chdir", str(command.cwd), "--"]
         bwrap = shutil.which("bwrap") or "/usr/bin/bwrap"
         return Wrapping(
             argv=(bwrap, *args[1:], *command.argv),
-            pass_fds=(filter_fd,),
+            launcher={"fds": {SECCOMP_FD: str(command.seccomp)}},
             signal_in_status=True,
         )
 
@@ -223,7 +225,7 @@ class NamespacesSandbox(ContainedSandbox):
 
     def wrap(self, command: Command) -> Wrapping:
         """``unshare`` into new namespaces, then the launcher again to confine and exec."""
-        inner = launch_args(command.argv, cwd=str(command.workdir), **_confining_steps(command))
+        inner = launch_args(command.argv, cwd=str(command.cwd), **_confining_steps(command))
         mapping = [f"--map-user={NOBODY}", f"--map-group={NOBODY}"] if _as_root() else ["-c"]
         args = ["--user", *mapping, "--pid", "--fork", "--kill-child", "--mount-proc"]
         args += ["--ipc", "--uts"]

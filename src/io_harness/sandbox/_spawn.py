@@ -4,6 +4,11 @@ A backend says only how it wraps a command (:class:`Wrapping`). This module
 makes the scratch folder and the cgroups, starts the launcher, keeps the
 output, kills the whole tree at the first cap it reaches, and afterwards
 makes sure nothing it started is alive and the scratch folder is gone.
+
+:meth:`ContainedSandbox.service` prepares a long-lived command the same way
+(a sandboxed MCP server) and hands back the launcher's command line for the
+caller to start and talk to over its pipes; the containment is torn down
+when the block ends.
 """
 
 from __future__ import annotations
@@ -21,12 +26,13 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from io_harness._process import OUTPUT_CAP_BYTES, _feed, in_thread
+from io_harness.errors import SandboxError
 from io_harness.sandbox._cgroups import CommandCgroups
 from io_harness.sandbox._launch import launch_args
 from io_harness.sandbox._types import (
@@ -40,7 +46,7 @@ from io_harness.sandbox._types import (
     ended_events,
 )
 
-__all__ = ["LAUNCHER", "Command", "ContainedSandbox", "Wrapping", "command_env"]
+__all__ = ["LAUNCHER", "Command", "ContainedSandbox", "Service", "Wrapping", "command_env"]
 
 LAUNCHER = Path(__file__).with_name("_launch.py")
 _LAUNCH_FAILED = 125
@@ -68,6 +74,8 @@ class Command:
     """The compiled seccomp filter, when the backend asked for one."""
     proxy_socket: Path | None
     """Where the allow-list proxy listens, with ``network="allow_list"``."""
+    cwd: Path
+    """Where the command starts: the workdir, unless a service names another folder."""
 
     def writable_paths(self) -> list[Path]:
         """Every folder the command may write, by its mode."""
@@ -84,10 +92,23 @@ class Wrapping:
     argv: tuple[str, ...]
     """What the launcher executes: the command, or a wrapper that runs it."""
     launcher: Mapping[str, Any] = field(default_factory=dict)
-    """Steps for the launcher: ``uid``/``gid``, ``landlock`` (writable paths), ``seccomp``."""
-    pass_fds: tuple[int, ...] = ()
+    """Steps for the launcher: ``uid``/``gid``, ``landlock`` (writable paths), ``seccomp``,
+    ``fds`` (files to open at given descriptors)."""
     signal_in_status: bool = False
     """The wrapper reports a command killed by signal N as exit status 128 + N."""
+
+
+@dataclass(frozen=True, slots=True)
+class Service:
+    """A long-lived sandboxed command, ready to start: see :meth:`ContainedSandbox.service`."""
+
+    argv: tuple[str, ...]
+    """The launcher's command line; started as given, it becomes the command, contained."""
+    env: Mapping[str, str]
+    """The whole environment to start it with (the proxy's socket in it, when there is one)."""
+    cwd: Path
+    """The folder to start the launcher in (it enters the command's own folder itself)."""
+    backend: str
 
 
 class _Output:
@@ -236,7 +257,6 @@ class ContainedSandbox(abc.ABC):
         """Run ``argv`` (no shell) in ``workdir``; see :class:`~io_harness.sandbox.Sandbox`."""
         limits = limits or self._config.limits
         mode = mode or self._config.mode
-        workdir = Path(workdir).resolve()
         events = [
             SandboxEvent("create", self.name, {"mode": mode, "limits": limits.record()}),
         ]
@@ -244,40 +264,16 @@ class ContainedSandbox(abc.ABC):
         cgroups: CommandCgroups | None = None
         started = time.monotonic()
         try:
-            run_env = command_env(scratch, env)
-            problem = _unstartable(argv, run_env)
-            if problem is not None:
-                return self._unstarted(argv, events, started, problem)
-            program = _resolve_program(argv, workdir, run_env["PATH"])
-            if program is None:
-                return self._unstarted(argv, events, started, f"{argv[0]}: not found")
-            command = Command(
-                argv=(program, *argv[1:]),
-                workdir=workdir,
-                scratch=scratch,
-                mode=mode,
-                readable=tuple(Path(p).resolve() for p in readable),
-                writable=tuple(Path(p).resolve() for p in writable),
-                config=self._config,
-                seccomp=self._write_seccomp(scratch),
-                proxy_socket=scratch / "proxy.sock"
-                if self._config.network == "allow_list"
-                else None,
+            prepared = self._prepare(
+                argv, workdir, None, scratch, env, mode, readable, writable, self._config
             )
-            cgroups = (
-                CommandCgroups.acquire(limits, self.helper_processes)
-                if sys.platform == "linux"
-                else None
-            )
+            if isinstance(prepared, str):
+                return self._unstarted(argv, events, started, prepared)
+            command, run_env = prepared
+            cgroups = self._cgroups(limits)
             if command.proxy_socket is None:
                 return await self._launch(command, run_env, limits, cgroups, stdin, events)
-            from io_harness.sandbox._proxy import NetProxy
-
-            run_env["IOH_PROXY_SOCKET"] = str(command.proxy_socket)
-            allowed = self._config.allow_hosts
-            async with NetProxy(
-                command.proxy_socket, allow_hosts=allowed, net_check=net_check
-            ) as proxy:
+            async with self._proxy(command, run_env, net_check) as proxy:
                 outcome = await self._launch(command, run_env, limits, cgroups, stdin, events)
             decisions = tuple(
                 SandboxEvent(
@@ -294,13 +290,121 @@ class ContainedSandbox(abc.ABC):
                 await in_thread(cgroups.release)
             shutil.rmtree(scratch, ignore_errors=True)
 
-    def _write_seccomp(self, scratch: Path) -> Path | None:
+    @contextlib.asynccontextmanager
+    async def service(
+        self,
+        argv: Sequence[str],
+        *,
+        workdir: Path,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        readable: Sequence[Path] = (),
+        config: SandboxConfig | None = None,
+        net_check: NetCheck | None = None,
+    ) -> AsyncIterator[Service]:
+        """Prepare ``argv`` to run for as long as the block lasts; the caller starts it.
+
+        What a command gets, it gets: the scratch folder as its home, the
+        cgroups and rlimits of ``config`` (this sandbox's own when ``None``),
+        its mode over ``workdir``, its network (with ``allow_list``, the proxy
+        for the whole block, asking ``net_check``), and the launcher's guard,
+        which ends it if the harness dies. No wall, CPU-time-of-the-block or
+        output cap is watched: the caller talks to it over its pipes and
+        stops it. It starts in ``cwd`` (``workdir`` when ``None``), which it may
+        only read unless it lies in the workdir. Leaving the block kills
+        whatever of it is still alive (through its cgroups, where they are
+        writable) and removes the scratch folder.
+
+        A program that cannot be found, or an argument or variable that cannot
+        be passed, is a :class:`~io_harness.errors.SandboxError`.
+        """
+        config = config or self._config
+        scratch = Path(tempfile.mkdtemp(prefix="ioh-service-"))
+        cgroups: CommandCgroups | None = None
+        try:
+            prepared = self._prepare(
+                argv, workdir, cwd, scratch, env, config.mode, readable, (), config
+            )
+            if isinstance(prepared, str):
+                raise SandboxError(f"cannot start {argv[0] if argv else ''!r}: {prepared}")
+            command, service_env = prepared
+            cgroups = self._cgroups(config.limits)
+            spec, _ = self._spec(command, config.limits, cgroups)
+            async with contextlib.AsyncExitStack() as stack:
+                if command.proxy_socket is not None:
+                    await stack.enter_async_context(self._proxy(command, service_env, net_check))
+                yield Service(
+                    argv=(sys.executable, "-I", "-S", "-B", str(LAUNCHER), *spec),
+                    env=service_env,
+                    cwd=scratch,
+                    backend=self.name,
+                )
+        finally:
+            if cgroups is not None and not cgroups.released:
+                cgroups.kill()
+                await in_thread(cgroups.release)
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def _prepare(
+        self,
+        argv: Sequence[str],
+        workdir: Path,
+        cwd: Path | None,
+        scratch: Path,
+        env: Mapping[str, str] | None,
+        mode: SandboxMode,
+        readable: Sequence[Path],
+        writable: Sequence[Path],
+        config: SandboxConfig,
+    ) -> tuple[Command, dict[str, str]] | str:
+        """The command, resolved, and its environment; or why it cannot start."""
+        workdir = Path(workdir).resolve()
+        start_in = Path(cwd).resolve() if cwd is not None else workdir
+        run_env = command_env(scratch, env)
+        problem = _unstartable(argv, run_env)
+        if problem is not None:
+            return problem
+        program = _resolve_program(argv, start_in, run_env["PATH"])
+        if program is None:
+            return f"{argv[0]}: not found"
+        command = Command(
+            argv=(program, *argv[1:]),
+            workdir=workdir,
+            scratch=scratch,
+            mode=mode,
+            readable=tuple(Path(p).resolve() for p in readable),
+            writable=tuple(Path(p).resolve() for p in writable),
+            config=config,
+            seccomp=self._write_seccomp(scratch, config),
+            proxy_socket=scratch / "proxy.sock" if config.network == "allow_list" else None,
+            cwd=start_in,
+        )
+        return command, run_env
+
+    def _cgroups(self, limits: SandboxLimits) -> CommandCgroups | None:
+        if sys.platform != "linux":
+            return None
+        return CommandCgroups.acquire(limits, self.helper_processes)
+
+    def _proxy(
+        self, command: Command, env: dict[str, str], net_check: NetCheck | None
+    ) -> contextlib.AbstractAsyncContextManager[Any]:
+        """The allow-list proxy on the command's socket; its path goes into ``env``."""
+        from io_harness.sandbox._proxy import NetProxy
+
+        assert command.proxy_socket is not None
+        env["IOH_PROXY_SOCKET"] = str(command.proxy_socket)
+        return NetProxy(
+            command.proxy_socket, allow_hosts=command.config.allow_hosts, net_check=net_check
+        )
+
+    def _write_seccomp(self, scratch: Path, config: SandboxConfig) -> Path | None:
         if not self.needs_seccomp:
             return None
         from io_harness.sandbox._seccomp import seccomp_program
 
         path = scratch / ".seccomp.bpf"
-        path.write_bytes(seccomp_program(deny_network=self._config.network != "open"))
+        path.write_bytes(seccomp_program(deny_network=config.network != "open"))
         return path
 
     def _unstarted(
@@ -331,23 +435,13 @@ class ContainedSandbox(abc.ABC):
         events: list[SandboxEvent],
     ) -> SandboxOutcome:
         started = time.monotonic()
-        wrapping = self.wrap(command)
-        spec = launch_args(
-            wrapping.argv,
-            cgroups=cgroups.paths if cgroups else [],
-            rlimits=_rlimits(limits, cgroups),
-            cwd=str(command.workdir),
-            # The launcher's guard needs pidfds to watch the harness (Linux).
-            parent=os.getpid() if sys.platform == "linux" else None,
-            scratch=str(command.scratch),
-            **wrapping.launcher,
-        )
+        spec, wrapping = self._spec(command, limits, cgroups)
         watch = _Watch(cgroups, started + limits.wall_seconds)
         keep = min(limits.output_bytes, OUTPUT_CAP_BYTES)
         counter = _Counter(limits.output_bytes, watch.hit)
         out, err = _Output(keep, counter), _Output(keep, counter)
         try:
-            proc = _start(spec, command, env, wrapping.pass_fds)
+            proc = _start(spec, command, env)
         except (OSError, ValueError) as exc:  # E2BIG and the like: the command never ran
             return self._unstarted(command.argv, events, started, _describe(exc))
         watch.proc = proc
@@ -381,6 +475,23 @@ class ContainedSandbox(abc.ABC):
             spawn_error=spawn_error,
             events=tuple(events),
         )
+
+    def _spec(
+        self, command: Command, limits: SandboxLimits, cgroups: CommandCgroups | None
+    ) -> tuple[list[str], Wrapping]:
+        """The launcher's arguments for ``command``, and the backend's wrapping of it."""
+        wrapping = self.wrap(command)
+        spec = launch_args(
+            wrapping.argv,
+            cgroups=cgroups.paths if cgroups else [],
+            rlimits=_rlimits(limits, cgroups),
+            cwd=str(command.cwd),
+            # The launcher's guard needs pidfds to watch the harness (Linux).
+            parent=os.getpid() if sys.platform == "linux" else None,
+            scratch=str(command.scratch),
+            **wrapping.launcher,
+        )
+        return spec, wrapping
 
 
 class _Watch:
@@ -471,28 +582,17 @@ def _read_into(stream: Any, sink: _Output) -> bool:
     return True
 
 
-def _start(
-    spec: list[str],
-    command: Command,
-    env: Mapping[str, str],
-    pass_fds: tuple[int, ...],
-) -> subprocess.Popen[bytes]:
+def _start(spec: list[str], command: Command, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
     """Start the launcher in a new session."""
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-B", str(LAUNCHER), *spec],
-            cwd=command.scratch,
-            env=dict(env),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            pass_fds=pass_fds,
-        )
-    finally:
-        for fd in pass_fds:
-            os.close(fd)
-    return proc
+    return subprocess.Popen(
+        [sys.executable, "-I", "-S", "-B", str(LAUNCHER), *spec],
+        cwd=command.scratch,
+        env=dict(env),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
 
 
 @dataclass(frozen=True, slots=True)
