@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         RunResult,
         SandboxChoice,
     )
+    from io_harness.loop._tree import Containment
     from io_harness.messages import (
         CompletionRequest,
         CompletionResponse,
@@ -136,6 +137,8 @@ if TYPE_CHECKING:
         Store,
         ToolCallTrace,
         Trace,
+        TreeEventTrace,
+        TreeNode,
         VerificationTrace,
     )
     from io_harness.tools import (
@@ -191,6 +194,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "RunResult",
         "SandboxChoice",
     ),
+    "io_harness.loop._tree": ("Containment",),
     "io_harness.messages": (
         "CompletionRequest",
         "CompletionResponse",
@@ -273,6 +277,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "Store",
         "ToolCallTrace",
         "Trace",
+        "TreeEventTrace",
+        "TreeNode",
         "VerificationTrace",
     ),
     "io_harness.tools": (
@@ -318,6 +324,7 @@ __all__ = [
     "CompletionRequest",
     "CompletionResponse",
     "ConfigError",
+    "Containment",
     "ContentBlock",
     "Criterion",
     "Decision",
@@ -396,6 +403,8 @@ __all__ = [
     "ToolSpec",
     "Toolbox",
     "Trace",
+    "TreeEventTrace",
+    "TreeNode",
     "Usage",
     "Verdict",
     "VerificationResult",

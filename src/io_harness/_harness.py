@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import TypedDict, Unpack
 
+from io_harness._agents import AgentKit
 from io_harness._mcp import McpServer, McpSessions, ServerSandbox, check_servers
 from io_harness._mcp._session import check_sandboxes
 from io_harness._net import RunNet, checking
@@ -36,22 +37,19 @@ from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, StorageError
 from io_harness.loop import (
     DEFAULT_SANDBOX,
-    Engine,
     RunResult,
     RunSandbox,
     RunSetup,
     SandboxChoice,
-    build_tools,
     choose_sandbox,
     mcp_sessions,
-    memory_scope,
     server_sandbox,
 )
-from io_harness.loop._context import system_prompt, task_message
-from io_harness.loop._deferral import Resumption
-from io_harness.loop._events import event_row, run_started
+from io_harness.loop._deferral import Resumption, stored_model
+from io_harness.loop._outcome import RunOutcome
 from io_harness.loop._resuming import decision_for, stored_contract, stored_gate, stored_prices
 from io_harness.loop._sandboxing import check_choice
+from io_harness.loop._tree import Containment, Ledger, Tree
 from io_harness.observe import Observer
 from io_harness.policy._approval import Approver, Decision
 from io_harness.policy._gate import Gate
@@ -60,9 +58,8 @@ from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
 from io_harness.sandbox import SandboxConfig
 from io_harness.store import Store
-from io_harness.store._records import NewRun
+from io_harness.store._records import StoredRun, TreePlace
 from io_harness.tools._caller import Tool, Toolbox
-from io_harness.tools._memory import memory_notes
 from io_harness.tools._skills import Skill, discover_skills
 
 __all__ = ["Harness", "HarnessOptions", "resume", "resume_sync", "run", "run_sync"]
@@ -81,6 +78,7 @@ class HarnessOptions(TypedDict, total=False):
     skills: str | Path | None
     memory: bool
     mcp: Sequence[McpServer] | None
+    containment: Containment | None
 
 
 class Harness:
@@ -115,6 +113,10 @@ class Harness:
       ``mcp__<server>__<tool>``; each run starts them (an ``exec`` of the
       program or a ``net`` of the host: allowed, or asked of the approver
       then, since a start cannot defer) and closes them.
+    - ``containment``: a :class:`Containment` makes each run the root of a
+      tree: every agent is offered ``spawn_agent``, and the whole tree draws
+      on one ledger bounded by it (see ``docs/trees.md``). Without it no agent
+      can spawn.
 
     An option of the wrong type, a bad tool or a skills folder that does not
     load is a :class:`ConfigError` raised here; what depends on a contract
@@ -136,6 +138,7 @@ class Harness:
         skills: str | Path | None = None,
         memory: bool = False,
         mcp: Sequence[McpServer] | None = None,
+        containment: Containment | None = None,
     ) -> None:
         check_provider(provider)
         check_types(store=store, policy=policy, approver=approver, prices=prices)
@@ -164,6 +167,11 @@ class Harness:
             raise ConfigError(f"mcp must be a list of McpServer, not {type(mcp).__name__}")
         self.mcp: tuple[McpServer, ...] = tuple(mcp) if mcp is not None else ()
         check_servers(self.mcp)
+        if containment is not None and not isinstance(containment, Containment):
+            raise ConfigError(
+                f"containment must be a Containment, not {type(containment).__name__}"
+            )
+        self.containment = containment
         if not isinstance(sandbox, SandboxConfig) and sandbox is not DEFAULT_SANDBOX:
             # NO_SANDBOX, or a Sandbox of the caller's: known now, not only at the run.
             check_sandboxes(self.mcp, ServerSandbox(choose_sandbox(sandbox).sandbox, Path()))
@@ -209,6 +217,11 @@ class Harness:
         if run_id is not None and (not isinstance(run_id, str) or not run_id):
             raise ConfigError(f"run_id must be a non-empty string, not {run_id!r}")
         contract.check()
+        if self.containment is not None and contract.mode != "workspace":
+            raise ConfigError(
+                "a harness with containment spawns sub-agents into a workspace; this contract "
+                "is in file mode (use TaskContract.workspace)"
+            )
         check_prices(contract, self.provider, self.prices)
         labels = checked_labels(labels)
         run_id = run_id or new_run_id()
@@ -230,69 +243,60 @@ class Harness:
         with store.lease(run_id), checking(net):
             may_start = partial(mcp_start_refusal, gate=gate)
             async with mcp_sessions(self.mcp, may_start, contained) as sessions:
-                return await self._start(
-                    contract, run_id, labels, gate, chosen, caller, skills, setup, sessions
+                kit = self._kit(chosen, caller, skills, setup.memory, setup, sessions, self.prices)
+                started_at = time.time()
+                node, place = None, None
+                if self.containment is not None:
+                    tree = self._tree(kit, run_id, self.containment, started_at)
+                    node = tree.node(run_id, 0, contract, gate)
+                    place = TreePlace(root_id=run_id, tree_json=self.containment.model_dump_json())
+                tools = kit.tools(contract, gate, started_at, node)
+                store.create_run(
+                    kit.new_run(
+                        run_id, contract, gate, tools, started_at, labels=labels, tree=place
+                    )
                 )
+                engine = kit.engine(
+                    contract, tools, store.load_run(run_id), gate, node, owns_sessions=True
+                )
+                return await _ended(kit, await engine.drive(resumed=False))
 
-    async def _start(
+    def _kit(
         self,
-        contract: TaskContract,
-        run_id: str,
-        labels: dict[str, str],
-        gate: Gate,
         chosen: RunSandbox,
         caller: Toolbox,
         skills: tuple[Skill, ...],
+        memory: bool,
         setup: RunSetup,
         sessions: McpSessions | None,
-    ) -> RunResult:
-        """Store the new run and drive it, with its MCP sessions open."""
-        store = self.store
-        started_at = time.time()
-        tools = build_tools(
-            contract,
-            gate,
-            chosen,
-            started_at,
+        prices: PriceTable | None,
+    ) -> AgentKit:
+        return AgentKit(
+            provider=self.provider,
+            store=self.store,
+            observer=self.observer,
+            prices=prices,
+            approver=self.approver,
+            chosen=chosen,
             caller=caller,
             skills=skills,
-            memory=store if self.memory else None,
-            mcp=sessions,
+            memory=memory,
+            setup_json=setup.model_dump_json(),
+            sessions=sessions,
         )
-        notes = memory_notes(store.memory_entries(memory_scope(contract))) if self.memory else None
-        started = run_started(run_id, 0, contract, self.provider, resumed=False)
-        store.create_run(
-            NewRun(
-                id=run_id,
-                goal=contract.goal,
-                contract_json=contract.model_dump_json(),
-                system_prompt=system_prompt(contract, tools.names, skills),
-                tools_json="[" + ",".join(s.model_dump_json() for s in tools.specs) + "]",
-                provider=self.provider.name,
-                model=self.provider.model,
-                started_at=started_at,
-                messages=(task_message(contract, notes),),
-                events=(event_row(started),),
-                policy_json=gate.policy.model_dump_json(),
-                labels=labels,
-                sandbox_json=chosen.record_json(),
-                prices_json=self.prices.to_json() if self.prices is not None else None,
-                setup_json=setup.model_dump_json(),
-            )
+
+    def _tree(
+        self, kit: AgentKit, root_id: str, containment: Containment, started_at: float
+    ) -> Tree:
+        """The tree a run roots (or a resume of it rebuilds), with ``kit`` as its driver."""
+        nodes = self.store.tree(root_id)
+        ledger = (
+            Ledger.restored(containment, self.store, root_id)
+            if nodes
+            else Ledger(containment, started_at)
         )
-        engine = Engine(
-            contract,
-            self.provider,
-            store,
-            tools,
-            store.load_run(run_id),
-            self.observer,
-            self.prices,
-            gate,
-            chosen,
-            sessions,
-        )
-        return await engine.drive(resumed=False)
+        kit.tree = Tree(root_id, containment, ledger, self.store, kit)
+        return kit.tree
 
     async def resume(
         self,
@@ -326,6 +330,14 @@ class Harness:
         if decision is not None and not isinstance(decision, Decision):
             raise ConfigError(f"decision must be a Decision, not {type(decision).__name__}")
         store = self.store
+        place = store.load_run(run_id).tree
+        if place is not None and place.root_id != run_id:
+            # A sub-agent goes on as part of its tree: the tree resumes from its root.
+            return await self.resume(
+                place.root_id, decision=decision, replace_policy=replace_policy
+            )
+        if place is not None and decision is not None:
+            decision = decide_in_tree(store, run_id, decision)
         with store.lease(run_id):
             stored = store.load_run(run_id)
             if stored.status == "finished":
@@ -356,29 +368,16 @@ class Harness:
             with checking(net):
                 may_start = partial(mcp_start_refusal, gate=gate)
                 async with mcp_sessions(servers, may_start, contained) as sessions:
-                    tools = build_tools(
-                        contract,
-                        gate,
-                        chosen,
-                        stored.started_at,
-                        caller=caller,
-                        skills=skills,
-                        memory=store if setup.memory else None,
-                        mcp=sessions,
-                    )
-                    engine = Engine(
-                        contract,
-                        self.provider,
-                        store,
-                        tools,
-                        stored,
-                        self.observer,
-                        prices,
-                        gate,
-                        chosen,
-                        sessions,
-                    )
-                    return await engine.drive(resumed=True, resumption=resumption)
+                    kit = self._kit(chosen, caller, skills, setup.memory, setup, sessions, prices)
+                    node = None
+                    if stored.tree is not None:
+                        containment = stored_containment(stored)
+                        tree = self._tree(kit, run_id, containment, stored.started_at)
+                        node = tree.node(run_id, 0, contract, gate)
+                    tools = kit.tools(contract, gate, stored.started_at, node)
+                    engine = kit.engine(contract, tools, stored, gate, node, owns_sessions=True)
+                    result = await engine.drive(resumed=True, resumption=resumption)
+                    return await _ended(kit, result)
 
     def run_sync(
         self,
@@ -395,6 +394,37 @@ class Harness:
     ) -> RunResult:
         """:meth:`resume` for callers without an event loop."""
         return sync(self.resume(run_id, decision=decision, replace_policy=replace_policy))
+
+
+async def _ended(kit: AgentKit, result: RunResult) -> RunResult:
+    """A root's result, after its tree's isolated copies are removed (when it is over)."""
+    if kit.tree is not None and result.outcome is not RunOutcome.AWAITING_APPROVAL:
+        kit.tree.remove_copies()
+    return result
+
+
+def stored_containment(stored: StoredRun) -> Containment:
+    """The containment a tree's root was started with."""
+    assert stored.tree is not None
+    return stored_model(Containment, stored.tree.tree_json, "a containment", stored.id)
+
+
+def decide_in_tree(store: Store, root_id: str, decision: Decision) -> Decision | None:
+    """Store ``decision`` on the action the tree awaits, when an agent under the root awaits it.
+
+    The root's own awaited action keeps the decision for the resume to use.
+    """
+    if store.approvals(root_id):
+        return decision
+    for node in store.tree(root_id):
+        waiting = store.approvals(node.run.id)
+        if waiting:
+            store.decide(
+                waiting[0].id,
+                decision if decision.by else decision.model_copy(update={"by": "resume()"}),
+            )
+            return None
+    raise ConfigError(f"run {root_id!r} and its sub-agents await no decision; it takes none")
 
 
 # -- the module-level conveniences -------------------------------------------------

@@ -17,11 +17,12 @@ from io_harness.contract import TaskContract
 from io_harness.errors import ProviderError, RefusedError
 from io_harness.loop._calls import ProviderCaller, Unanswered
 from io_harness.loop._context import failing_check_message
-from io_harness.loop._deferral import Deferrals, Resumption
+from io_harness.loop._deferral import Deferrals, Resumption, stored_model
 from io_harness.loop._events import LIVE_EVENTS, emit, event_row, run_started
 from io_harness.loop._outcome import RunOutcome, RunResult
 from io_harness.loop._progress import DoneCall, StepProgress
 from io_harness.loop._sandboxing import RunSandbox, event_rows
+from io_harness.loop._tree import AgentNode
 from io_harness.messages import CompletionRequest, Message, ToolSpec
 from io_harness.observe import (
     Observer,
@@ -32,12 +33,14 @@ from io_harness.observe import (
     Trigger,
     Verified,
 )
+from io_harness.policy._approval import ApprovalRequest
 from io_harness.policy._gate import Gate, canonical_argv
 from io_harness.policy._rules import Effect
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
 from io_harness.store import Store
 from io_harness.store._records import (
+    ApprovalRow,
     Finish,
     McpEventRow,
     StepRecord,
@@ -75,9 +78,15 @@ class Engine:
         gate: Gate,
         chosen: RunSandbox,
         mcp: McpSessions | None = None,
+        node: AgentNode | None = None,
     ) -> None:
         self.gate = gate
         self.mcp = mcp
+        """The run's MCP sessions when it owns them (closed at its end); a sub-agent's are its
+        root's, offered among its tools but not closed by it."""
+        self.node = node
+        """Where the run sits in a sub-agent tree, when it is an agent of one."""
+        self.journal = stored.journal_json
         self.chosen = chosen
         self.deferrals = Deferrals(stored.id, gate)
         self.finishing_deferred = False
@@ -140,6 +149,19 @@ class Engine:
         self.check_pending = resumed
         deferred = resumption.pending
         sandbox_json = self.chosen.record_json() if resumed else None
+        try:
+            return await self._steps(resumption, deferred, pending, sandbox_json)
+        finally:
+            if self.node is not None:
+                self.node.abandon()
+
+    async def _steps(
+        self,
+        resumption: Resumption,
+        deferred: ApprovalRow | None,
+        pending: list[RunEvent],
+        sandbox_json: str | None,
+    ) -> RunResult:
         while True:
             record = StepRecord(step=self.steps + 1, started_at=time.time())
             record.policy_json, resumption.policy_json = resumption.policy_json, None
@@ -152,6 +174,14 @@ class Engine:
                 self.finishing_deferred = True
                 outcome = await self._act(record, events, progress, resume_at)
                 self.finishing_deferred, deferred = False, None
+            elif self.journal is not None:
+                # The answer was stored before its calls ran (they spawn agents): finish
+                # that step with it, rather than ask the model again.
+                progress = stored_model(StepProgress, self.journal, "a journal", self.run_id)
+                self.journal = None
+                record.started_at = progress.started_at
+                record.earlier_cost_micros = progress.cost_micros
+                outcome = await self._act(record, events, progress)
             else:
                 outcome = self._budget_outcome()
                 if outcome is None:
@@ -188,6 +218,8 @@ class Engine:
 
     def _take_gate_rows(self, record: StepRecord) -> None:
         record.permissions = self.gate.take_rows()
+        if self.node is not None:
+            record.tree_events += self.node.take_rows()
         record.mcp_events = self._mcp_rows()
         if self.gate.remembered_changed:
             record.remembered_json = self.gate.remembered_json()
@@ -218,7 +250,7 @@ class Engine:
             return RunOutcome.COST_BUDGET_EXCEEDED
         if self.wall_end is not None and time.time() >= self.wall_end:
             return RunOutcome.TIME_BUDGET_EXCEEDED
-        return None
+        return self.node.exhausted() if self.node is not None else None
 
     async def _step(self, record: StepRecord, events: list[RunEvent]) -> RunOutcome | None:
         if self.mcp is not None and await self.mcp.refresh():
@@ -238,6 +270,8 @@ class Engine:
         answer = await self.caller.call(request, record, events)
         self.cost_micros += record.cost_micros
         self.unpriced_calls += record.unpriced_calls
+        if self.node is not None and record.attempts:
+            self.node.draw(sum(a.usage.total_tokens for a in record.attempts), record.cost_micros)
         if isinstance(answer, Unanswered):
             self.last_error = answer.error
             return answer.outcome
@@ -251,7 +285,28 @@ class Engine:
             unpriced=bool(record.unpriced_calls),
             started_at=record.started_at,
         )
+        if self.node is not None and self.node.spawns_in(progress):
+            self._journal(record, progress)
         return await self._act(record, events, progress)
+
+    def _journal(self, record: StepRecord, progress: StepProgress) -> None:
+        """Commit the answer (its attempts and draws with it) before its calls spawn agents.
+
+        A step redone after a crash or a pause then finishes with this answer,
+        so its spawns find the children they made, and the model is not paid twice.
+        """
+        assert self.node is not None
+        entry = StepRecord(
+            step=record.step,
+            started_at=record.started_at,
+            finished_at=time.time(),
+            attempts=record.attempts,
+            tree_events=self.node.take_rows(),
+            journal_json=progress.model_dump_json(),
+        )
+        self.store.commit_step(self.run_id, entry)
+        record.earlier_cost_micros += entry.cost_micros
+        record.attempts = []
 
     async def _act(
         self,
@@ -282,6 +337,8 @@ class Engine:
                     call, gate=self.gate, resume_at=resume_at, before_invoke=mark
                 )
             if isinstance(done, Deferral):
+                if await self._children_paused(progress):
+                    return RunOutcome.AWAITING_APPROVAL
                 progress.cleared = list(done.cleared)
                 return self.deferrals.defer(record, events, progress, done.request)
             record.sandbox_events.extend(event_rows(call.id, done.events))
@@ -315,6 +372,8 @@ class Engine:
                     tool_kind=kind,
                 )
             )
+        if await self._children_paused(progress):
+            return RunOutcome.AWAITING_APPROVAL
         record.messages.append(progress.assistant)
         record.usage = progress.usage
         record.tool_calls = [d.row() for d in progress.done]
@@ -350,6 +409,22 @@ class Engine:
             )
         )
         return outcome or self._budget_outcome()
+
+    async def _children_paused(self, progress: StepProgress) -> bool:
+        """Wait for this turn's sub-agents and put their results in ``progress``.
+
+        When one paused for approval, so does this agent: its step stays
+        uncommitted (its answer is in the journal) and the run reports the
+        child's request.
+        """
+        if self.node is None:
+            return False
+        settled = await self.node.settle(progress.done)
+        if isinstance(settled, ApprovalRequest):
+            self.deferrals.awaiting = settled
+            return True
+        progress.done = settled
+        return False
 
     def _can_afford(self, request: CompletionRequest) -> bool:
         """Whether the cost budget can cover the least the next call will cost.

@@ -201,10 +201,12 @@ def build_tools(
     skills: tuple[Skill, ...],
     memory: Store | None,
     mcp: McpSessions | None = None,
+    spawn: HarnessTool[Any] | None = None,
 ) -> RunTools:
     """The run's tools, after removing what writes cut short by a crash left behind.
 
-    ``memory`` is the store memory lives in, when the run has memory on.
+    ``memory`` is the store memory lives in, when the run has memory on;
+    ``spawn`` is the agent's ``spawn_agent``, when it is an agent of a tree.
     """
     tools: list[HarnessTool[Any]]
     if contract.mode == "file":
@@ -228,6 +230,8 @@ def build_tools(
 
         scope = memory_scope(contract)
         tools += [RememberTool(memory, scope, author), ForgetTool(memory, scope, author)]
+    if spawn is not None:
+        tools.append(spawn)
     tools += [CallerTool(tool, caller.spec_of(tool_name)) for tool_name, tool in caller.items()]
     if mcp is not None:
         tools += mcp.tools()

@@ -5,7 +5,7 @@
 
 from io_harness.store._base import Store
 from io_harness.store._memory import MemoryAuthor, MemoryEntry, MemoryLimits
-from io_harness.store._records import RunSummary
+from io_harness.store._records import RunSummary, TreeNode
 from io_harness.store._sqlite import SqliteStore
 from io_harness.store._trace import (
     ApprovalTrace,
@@ -19,6 +19,7 @@ from io_harness.store._trace import (
     StepTrace,
     ToolCallTrace,
     Trace,
+    TreeEventTrace,
     VerificationTrace,
 )
 
@@ -40,5 +41,7 @@ __all__ = [
     "Store",
     "ToolCallTrace",
     "Trace",
+    "TreeEventTrace",
+    "TreeNode",
     "VerificationTrace",
 ]

@@ -23,6 +23,7 @@ from io_harness.store._records import (
     RunSummary,
     StepRecord,
     StoredRun,
+    TreeNode,
 )
 from io_harness.store._trace import MemoryTrace, Trace
 
@@ -127,6 +128,18 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def trace(self, run_id: str) -> Trace:
         """Every row stored about one run; an unknown id is a ResumeError."""
+
+    @abc.abstractmethod
+    def child_run(self, parent_id: str, spawn_call: str) -> str | None:
+        """The run ``parent_id``'s spawn_agent call ``spawn_call`` created, if it did."""
+
+    @abc.abstractmethod
+    def tree(self, root_id: str) -> list[TreeNode]:
+        """Every agent of the tree rooted at ``root_id`` (the root first), by depth then start."""
+
+    @abc.abstractmethod
+    def tree_drawn(self, root_id: str) -> tuple[int, int]:
+        """Tokens and priced cost (micro-units) the tree's committed draws add up to."""
 
     @abc.abstractmethod
     def memory_entries(self, workspace: str) -> list[MemoryEntry]:

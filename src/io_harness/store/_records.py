@@ -25,8 +25,32 @@ __all__ = [
     "StepRecord",
     "StoredRun",
     "ToolCallRow",
+    "TreeEventRow",
+    "TreeNode",
+    "TreePlace",
     "VerificationRow",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class TreePlace:
+    """Where a run sits in a sub-agent tree: its root, its parent, its depth, its spawn call."""
+
+    root_id: str
+    parent_id: str | None = None
+    depth: int = 0
+    spawn_call: str | None = None
+    tree_json: str | None = None
+    """The root's Containment JSON; a child's spawn settings (its isolated copy, say)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TreeEventRow:
+    """One thing a tree did: a spawn, a refused spawn, a draw on the ledger."""
+
+    kind: str
+    detail_json: str
+    at: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +77,10 @@ class NewRun:
     """The PriceTable the run is priced with, as JSON, so a resume needs none."""
     setup_json: str | None = None
     """What the harness supplied: caller tools (name and spec hash), skills folders, memory."""
+    tree: TreePlace | None = None
+    """Where the run sits in a sub-agent tree; ``None``: it is in none."""
+    tree_events: tuple[TreeEventRow, ...] = ()
+    """Written with the run: a child's ``spawn`` row (recorded as its parent's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +250,10 @@ class StepRecord:
     """The deferred action this record performs (its decision included); it becomes done."""
     earlier_cost_micros: int = 0
     """What this step's model call cost when it was committed before a deferral."""
+    tree_events: list[TreeEventRow] = field(default_factory=list)
+    """What the run did as an agent of a tree: refused spawns, draws on the ledger."""
+    journal_json: str | None = None
+    """The step's answer, stored before its calls run (a record that is not yet the step)."""
 
     @property
     def cost_micros(self) -> int:
@@ -278,6 +310,10 @@ class StoredRun:
     """The PriceTable the run was started with; ``None``: unpriced, or stored before v5."""
     setup_json: str | None = None
     """What the harness supplied (see :class:`NewRun`); ``None`` before v5."""
+    tree: TreePlace | None = None
+    """Where the run sits in a sub-agent tree; ``None``: in none."""
+    journal_json: str | None = None
+    """The answer of the step in flight, stored before its calls ran; ``None``: none."""
 
 
 class RunSummary(BaseModel):
@@ -299,3 +335,14 @@ class RunSummary(BaseModel):
     finished_at: float | None
     labels: dict[str, str] = {}
     """The caller's labels for the run."""
+
+
+class TreeNode(BaseModel):
+    """One agent of a tree, as ``store.tree()`` lists it: its run and its place."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run: RunSummary
+    parent_id: str | None
+    depth: int
+    spawn_call: str | None

@@ -226,7 +226,34 @@ CREATE TABLE mcp_events (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
+_V7 = """
+-- Sub-agent trees: every agent is a run. A tree's root names itself as root_id; a child
+-- names its parent, its depth and the parent's spawn_agent call.
+ALTER TABLE runs ADD COLUMN parent_id TEXT;             -- the agent that spawned it; NULL: none
+ALTER TABLE runs ADD COLUMN root_id TEXT;               -- the tree's root; NULL: not in a tree
+ALTER TABLE runs ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN spawn_call TEXT;            -- the parent's spawn_agent call id
+ALTER TABLE runs ADD COLUMN tree TEXT;  -- JSON: the root's Containment; a child's spawn settings
+-- The model's answer of the step in flight (StepProgress JSON), stored before its calls run
+-- when they spawn agents, so a redone step spawns the same children; NULL once committed.
+ALTER TABLE runs ADD COLUMN journal TEXT;
+CREATE UNIQUE INDEX runs_by_spawn ON runs (parent_id, spawn_call);
+CREATE INDEX runs_by_root ON runs (root_id);
+
+-- What a tree did as a whole: spawns, refused spawns and each agent's draw on the ledger.
+CREATE TABLE tree_events (
+    root_id TEXT NOT NULL,
+    seq     INTEGER NOT NULL,                    -- order within the tree
+    run_id  TEXT NOT NULL REFERENCES runs (id),  -- the agent that spawned, was refused or drew
+    step    INTEGER NOT NULL,
+    kind    TEXT NOT NULL,                       -- spawn | refuse | draw
+    detail  TEXT NOT NULL,                       -- JSON: child, goal, cap, tokens, cost, totals
+    at      REAL NOT NULL,
+    PRIMARY KEY (root_id, seq)
+);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 """``MIGRATIONS[n]`` takes a store from version ``n`` to ``n + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

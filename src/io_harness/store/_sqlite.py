@@ -40,6 +40,8 @@ from io_harness.store._records import (
     RunSummary,
     StepRecord,
     StoredRun,
+    TreeNode,
+    TreePlace,
 )
 from io_harness.store._schema import MIGRATIONS, SCHEMA_VERSION
 from io_harness.store._step_sql import (
@@ -47,6 +49,7 @@ from io_harness.store._step_sql import (
     insert_events,
     insert_mcp_events,
     insert_messages,
+    insert_tree_events,
     write_step,
 )
 from io_harness.store._trace import (
@@ -62,6 +65,7 @@ from io_harness.store._trace import (
     StepTrace,
     ToolCallTrace,
     Trace,
+    TreeEventTrace,
     VerificationTrace,
     trace_records,
 )
@@ -74,6 +78,7 @@ _RUN_COLUMNS = (
     "id", "goal", "contract", "system_prompt", "tools", "provider", "model", "status",
     "outcome", "steps", *USAGE_COLUMNS, "cost_micros", "unpriced_calls", "started_at",
     "finished_at", "error", "policy", "remembered", "labels", "sandbox", "prices", "setup",
+    "parent_id", "root_id", "depth", "spawn_call", "tree", "journal",
 )  # fmt: skip
 
 
@@ -190,10 +195,12 @@ class SqliteStore(Store):
                 raise ConfigError(
                     f"a run with id {run.id!r} is already in the store; use resume() to continue it"
                 )
+            place = run.tree
             db.execute(
                 "INSERT INTO runs (id, goal, contract, system_prompt, tools, provider, model,"
-                " status, started_at, policy, labels, sandbox, prices, setup)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+                " status, started_at, policy, labels, sandbox, prices, setup,"
+                " parent_id, root_id, depth, spawn_call, tree)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run.id,
                     run.goal,
@@ -208,10 +215,18 @@ class SqliteStore(Store):
                     run.sandbox_json,
                     run.prices_json,
                     run.setup_json,
+                    place.parent_id if place else None,
+                    place.root_id if place else None,
+                    place.depth if place else 0,
+                    place.spawn_call if place else None,
+                    place.tree_json if place else None,
                 ),
             )
             insert_messages(db, run.id, 0, run.messages)
             insert_events(db, run.id, run.events)
+            if run.tree_events:
+                assert place is not None and place.parent_id is not None
+                insert_tree_events(db, place.parent_id, 0, run.tree_events)
 
     def commit_step(self, run_id: str, record: StepRecord) -> None:
         with self._transaction() as db:
@@ -329,7 +344,43 @@ class SqliteStore(Store):
             sandbox_json=row["sandbox"],
             prices_json=row["prices"],
             setup_json=row["setup"],
+            tree=_place(row),
+            journal_json=row["journal"],
         )
+
+    def child_run(self, parent_id: str, spawn_call: str) -> str | None:
+        rows = self._read(
+            "SELECT id FROM runs WHERE parent_id = ? AND spawn_call = ?", (parent_id, spawn_call)
+        )
+        return str(rows[0][0]) if rows else None
+
+    def tree(self, root_id: str) -> list[TreeNode]:
+        rows = self._read(
+            f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs WHERE root_id = ?"
+            " ORDER BY depth, started_at, rowid",
+            (root_id,),
+        )
+        nodes = []
+        for values in rows:
+            row = row_dict(_RUN_COLUMNS, values)
+            nodes.append(
+                TreeNode(
+                    run=self._summary(row),
+                    parent_id=row["parent_id"],
+                    depth=row["depth"],
+                    spawn_call=row["spawn_call"],
+                )
+            )
+        return nodes
+
+    def tree_drawn(self, root_id: str) -> tuple[int, int]:
+        ((tokens, cost),) = self._read(
+            "SELECT coalesce(sum(json_extract(detail, '$.tokens')), 0),"
+            " coalesce(sum(json_extract(detail, '$.cost_micros')), 0)"
+            " FROM tree_events WHERE root_id = ? AND kind = 'draw'",
+            (root_id,),
+        )
+        return int(tokens), int(cost)
 
     def _last_check(self, run_id: str) -> str | None:
         rows = self._read(
@@ -391,9 +442,22 @@ class SqliteStore(Store):
             approvals=self._records(run_id, ApprovalTrace, "approvals", "created_at, id"),
             sandbox_events=self._records(run_id, SandboxEventTrace, "sandbox_events", "seq"),
             mcp_events=self._records(run_id, McpEventTrace, "mcp_events", "seq"),
+            tree_events=self._records(run_id, TreeEventTrace, "tree_events", "seq"),
             sandbox=SandboxChoiceTrace.from_json(row["sandbox"]),
             memory=self.memory_log(run_id),
         )
+
+
+def _place(row: dict[str, Any]) -> TreePlace | None:
+    if row["root_id"] is None:
+        return None
+    return TreePlace(
+        root_id=row["root_id"],
+        parent_id=row["parent_id"],
+        depth=row["depth"],
+        spawn_call=row["spawn_call"],
+        tree_json=row["tree"],
+    )
 
 
 def _labels(text: str | None) -> dict[str, str]:

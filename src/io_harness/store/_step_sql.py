@@ -16,7 +16,14 @@ from io_harness.store._approvals_sql import (
     insert_permissions,
     write_approvals,
 )
-from io_harness.store._records import EventRow, Finish, McpEventRow, SandboxEventRow, StepRecord
+from io_harness.store._records import (
+    EventRow,
+    Finish,
+    McpEventRow,
+    SandboxEventRow,
+    StepRecord,
+    TreeEventRow,
+)
 
 __all__ = [
     "USAGE_COLUMNS",
@@ -24,6 +31,7 @@ __all__ = [
     "insert_mcp_events",
     "insert_messages",
     "insert_sandbox_events",
+    "insert_tree_events",
     "usage_values",
     "write_step",
 ]
@@ -106,7 +114,12 @@ def write_step(db: sqlite3.Connection, run_id: str, record: StepRecord) -> None:
     insert_permissions(db, run_id, record.step, record.permissions)
     insert_sandbox_events(db, run_id, record.step, record.sandbox_events)
     insert_mcp_events(db, run_id, record.step, record.mcp_events)
+    insert_tree_events(db, run_id, record.step, record.tree_events)
     write_approvals(db, run_id, record)
+    if record.journal_json is not None:
+        db.execute("UPDATE runs SET journal = ? WHERE id = ?", (record.journal_json, run_id))
+    elif record.counts_as_step or record.finish is not None:
+        db.execute("UPDATE runs SET journal = NULL WHERE id = ?", (run_id,))
     for column, value in (("remembered", record.remembered_json),
                           ("policy", record.policy_json),
                           ("sandbox", record.sandbox_json)):  # fmt: skip
@@ -229,6 +242,29 @@ def insert_mcp_events(
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
         [
             (run_id, seq, step, e.server, e.kind, e.detail_json, e.at)
+            for seq, e in enumerate(rows, start=last + 1)
+        ],
+    )
+
+
+def insert_tree_events(
+    db: sqlite3.Connection, run_id: str, step: int, rows: Sequence[TreeEventRow]
+) -> None:
+    """Append what an agent did to its tree's events, numbered on from the tree's last."""
+    if not rows:
+        return
+    found = db.execute("SELECT root_id FROM runs WHERE id = ?", (run_id,)).fetchone()
+    if found is None or found[0] is None:
+        raise StorageError(f"run {run_id!r} is not an agent of a tree; it has no tree events")
+    root_id = found[0]
+    (last,) = db.execute(
+        "SELECT coalesce(max(seq), 0) FROM tree_events WHERE root_id = ?", (root_id,)
+    ).fetchone()
+    db.executemany(
+        "INSERT INTO tree_events (root_id, seq, run_id, step, kind, detail, at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (root_id, seq, run_id, step, e.kind, e.detail_json, e.at)
             for seq, e in enumerate(rows, start=last + 1)
         ],
     )

@@ -40,6 +40,7 @@ __all__ = [
     "ToolCallTrace",
     "Trace",
     "TraceRecord",
+    "TreeEventTrace",
     "VerificationTrace",
     "trace_records",
 ]
@@ -284,6 +285,24 @@ class McpEventTrace(TraceRecord):
         return _json(value)
 
 
+class TreeEventTrace(TraceRecord):
+    """One thing the run did as an agent of a tree (``tree_events``)."""
+
+    seq: int
+    """Order within the tree, from 1."""
+    step: int
+    kind: str
+    """``spawn`` (``child``, ``goal``, ``call_id``), ``refuse`` (``cap``, ``reason``,
+    ``call_id``) or ``draw`` (``tokens``, ``cost_micros``, the tree's totals after it)."""
+    detail: dict[str, Any]
+    at: float
+
+    @field_validator("detail", mode="before")
+    @classmethod
+    def _decode(cls, value: object) -> object:
+        return _json(value)
+
+
 class SandboxEventTrace(TraceRecord):
     """One thing the sandbox did for a command (``sandbox_events``)."""
 
@@ -376,6 +395,8 @@ class Trace(BaseModel):
     """Every change the run made to memory: set, forget, evict."""
     mcp_events: tuple[McpEventTrace, ...] = ()
     """What the run's MCP servers did: start, handshake, list, call, restart, close."""
+    tree_events: tuple[TreeEventTrace, ...] = ()
+    """What the run did as an agent of a tree: spawns, refused spawns, draws on the ledger."""
 
 
 def _usage(row: StepTrace | ProviderCallTrace) -> Usage:

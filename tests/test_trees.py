@@ -1,0 +1,356 @@
+"""Sub-agent trees through the Harness: spawns, caps, the ledger, narrowing, isolation, pauses.
+
+The model is a scripted responder that answers each agent by its goal (the
+first user message) and its turn, so a tree's answers are a pure function of
+the conversation, in any process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from io_harness import (
+    Budget,
+    CompletionRequest,
+    CompletionResponse,
+    ConfigError,
+    Containment,
+    Decision,
+    FileContains,
+    Harness,
+    Policy,
+    RunOutcome,
+    Store,
+    TaskContract,
+    Usage,
+    WorkspaceFileContains,
+)
+from io_harness.testing import ScriptedProvider, call, reply
+
+Turn = Callable[[CompletionRequest], CompletionResponse] | CompletionResponse
+USAGE = Usage(input_tokens=100, output_tokens=10)
+
+
+def goal_of(request: CompletionRequest) -> str:
+    return str(request.messages[0].text).split("\n\n", 1)[0]
+
+
+class Agents:
+    """Answers each agent from its own script, by goal and turn; counts calls in flight."""
+
+    def __init__(self, scripts: Mapping[str, Sequence[Turn]], pause: float = 0.0) -> None:
+        self.scripts = scripts
+        self.pause = pause
+        self.in_flight = 0
+        self.peak: dict[str, int] = {}
+        self.calls: list[str] = []
+
+    async def __call__(self, request: CompletionRequest) -> CompletionResponse:
+        goal = goal_of(request)
+        turn = sum(m.role == "assistant" for m in request.messages)
+        self.calls.append(goal)
+        self.in_flight += 1
+        self.peak["all"] = max(self.peak.get("all", 0), self.in_flight)
+        try:
+            if self.pause:
+                await asyncio.sleep(self.pause)
+            answer = self.scripts[goal][turn]
+            return answer(request) if callable(answer) else answer
+        finally:
+            self.in_flight -= 1
+
+    def provider(self) -> ScriptedProvider:
+        return ScriptedProvider(self)
+
+
+def write(path: str, text: str = "done\n") -> Any:
+    return call("write_file", path=path, content=text)
+
+
+def spawn(goal: str, file: str, needle: str = "done", **options: Any) -> Any:
+    verify = {"kind": "workspace_file_contains", "file": file, "needle": needle}
+    return call("spawn_agent", goal=goal, verify=verify, **options)
+
+
+def child(file: str, text: str = "done\n") -> list[Turn]:
+    """A child that writes its file, then says so."""
+    return [reply(f"writing {file}", [write(file, text)], USAGE), reply("written", usage=USAGE)]
+
+
+def root_contract(work: Path, file: str = "root.txt", **budget: Any) -> TaskContract:
+    return TaskContract.workspace(
+        "coordinate", work, WorkspaceFileContains(file, "done"), budget=Budget(**budget)
+    )
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    root = tmp_path / "work"
+    root.mkdir()
+    return root
+
+
+def observation(provider: ScriptedProvider, goal: str, turn: int) -> list[str]:
+    """The tool results the agent ``goal`` read at its ``turn`` (0-based)."""
+    seen = [r for r in provider.requests if goal_of(r) == goal]
+    results = seen[turn].messages[-1].content
+    return [str(block.content) for block in results]  # type: ignore[union-attr]
+
+
+async def test_children_run_their_tasks_and_report_back_in_spawn_order(work: Path) -> None:
+    agents = Agents(
+        {
+            "coordinate": [
+                reply("splitting", [spawn("write a", "a.txt"), spawn("write b", "b.txt")], USAGE),
+                reply("finishing", [write("root.txt")], USAGE),
+            ],
+            "write a": child("a.txt"),
+            "write b": child("b.txt"),
+        }
+    )
+    provider = agents.provider()
+    store = Store.memory()
+    harness = Harness(provider, store=store, containment=Containment(max_depth=1))
+
+    result = await harness.run(root_contract(work), run_id="root")
+
+    assert result.outcome is RunOutcome.SUCCESS
+    assert (work / "a.txt").read_text() == (work / "b.txt").read_text() == "done\n"
+    first, second = observation(provider, "coordinate", 1)
+    assert first.startswith("sub-agent root.1 ('write a'): success after 1 steps, 110 tokens")
+    assert "files it wrote: a.txt" in first and "its last words: writing a.txt" in first
+    assert second.startswith("sub-agent root.2 ('write b'): success")
+    nodes = store.tree("root")
+    assert [(n.run.id, n.parent_id, n.depth, n.spawn_call) for n in nodes] == [
+        ("root", None, 0, None),
+        ("root.1", "root", 1, "call_1_2"),
+        ("root.2", "root", 1, "call_1_3"),
+    ]
+    assert all(n.run.outcome == "success" for n in nodes)
+    # One ledger: every agent's draws add up to the tree's tokens.
+    assert store.tree_drawn("root")[0] == sum(n.run.tokens for n in nodes) == 440
+    kinds = [e.kind for e in store.trace("root").tree_events]
+    assert kinds == ["draw", "spawn", "spawn", "draw"]
+
+
+async def test_spawn_agent_is_offered_only_with_containment(work: Path) -> None:
+    provider = ScriptedProvider([reply("done", [write("root.txt")])])
+
+    await Harness(provider).run(root_contract(work))
+
+    assert "spawn_agent" not in [spec.name for spec in provider.requests[0].tools]
+
+
+async def test_concurrent_children_are_bounded_tree_wide(work: Path) -> None:
+    goals = [f"write {n}" for n in range(6)]
+    agents = Agents(
+        {
+            "coordinate": [
+                reply("fan out", [spawn(g, f"{g[-1]}.txt") for g in goals], USAGE),
+                reply("finishing", [write("root.txt")], USAGE),
+            ],
+            **{g: child(f"{g[-1]}.txt") for g in goals},
+        },
+        pause=0.02,
+    )
+    harness = Harness(
+        agents.provider(),
+        containment=Containment(max_depth=1, max_total_agents=10, max_concurrent_agents=2),
+    )
+
+    result = await harness.run(root_contract(work))
+
+    assert result.outcome is RunOutcome.SUCCESS
+    assert agents.peak["all"] == 2  # two children's calls at once, never three
+    assert all((work / f"{n}.txt").exists() for n in range(6))
+
+
+@pytest.mark.parametrize(
+    ("containment", "cap"),
+    [
+        (Containment(max_depth=1), "depth"),
+        (Containment(max_depth=3, max_total_agents=2), "agents"),
+        (Containment(max_depth=3, max_total_tokens=200), "tokens"),
+    ],
+)
+async def test_a_spawn_past_a_cap_is_refused_as_an_observation_naming_it(
+    work: Path, containment: Containment, cap: str
+) -> None:
+    agents = Agents(
+        {
+            "coordinate": [
+                reply("delegate", [spawn("middle", "m.txt")], USAGE),
+                reply("finishing", [write("root.txt")], USAGE),
+            ],
+            "middle": [
+                reply("delegate again", [spawn("leaf", "leaf.txt")], USAGE),
+                reply("doing it myself", [write("m.txt")], USAGE),
+                reply("done", usage=USAGE),
+            ],
+            "leaf": child("leaf.txt"),
+        }
+    )
+    provider = agents.provider()
+    store = Store.memory()
+    harness = Harness(provider, store=store, containment=containment)
+
+    result = await harness.run(root_contract(work), run_id="r")
+
+    said = next(c.result for c in store.trace("r.1").tool_calls if c.name == "spawn_agent")
+    assert said.startswith(f"spawn_agent refused ({cap}):"), said
+    if cap == "tokens":  # the tree's tokens ran out: every agent ends on that budget
+        assert result.outcome is RunOutcome.TOKEN_BUDGET_EXCEEDED
+        report = store.trace("r").tool_calls[0].result
+        assert report.startswith("sub-agent r.1 ('middle'): token_budget_exceeded"), report
+    else:
+        assert result.outcome is RunOutcome.SUCCESS
+    refused = [e for e in store.trace("r.1").tree_events if e.kind == "refuse"]
+    assert [e.detail["cap"] for e in refused] == [cap]
+    assert not (work / "leaf.txt").exists()
+
+
+async def test_a_child_cannot_widen_its_parents_policy(work: Path) -> None:
+    (work / "secret").mkdir()
+    agents = Agents(
+        {
+            "coordinate": [
+                reply("delegate", [spawn("sneak", "out.txt", deny_write=["notes.txt"])], USAGE),
+                reply("finishing", [write("root.txt")], USAGE),
+            ],
+            "sneak": [
+                reply("try", [write("secret/x.txt"), write("notes.txt"), write("out.txt")], USAGE),
+                reply("done", usage=USAGE),
+            ],
+        }
+    )
+    provider = agents.provider()
+    policy = Policy.default().layer("parent").deny_write("secret/**")
+    store = Store.memory()
+    harness = Harness(provider, store=store, policy=policy, containment=Containment())
+
+    result = await harness.run(root_contract(work), run_id="p")
+
+    assert result.outcome is RunOutcome.SUCCESS
+    denied, narrowed, allowed = [c.result for c in store.trace("p.1").tool_calls]
+    assert "refused by the policy" in denied and not (work / "secret" / "x.txt").exists()
+    assert "refused by the policy" in narrowed and not (work / "notes.txt").exists()
+    assert (work / "out.txt").exists(), allowed
+
+
+async def test_an_isolated_child_brings_its_files_back_or_names_the_conflicts(
+    work: Path,
+) -> None:
+    (work / "shared.txt").write_text("base\n")
+    agents = Agents(
+        {
+            "coordinate": [
+                reply(
+                    "two isolated children",
+                    [
+                        spawn("clean", "clean.txt", isolate=True),
+                        spawn("clash", "clash-done.txt", isolate=True),
+                    ],
+                    USAGE,
+                ),
+                reply("finishing", [write("root.txt")], USAGE),
+            ],
+            "clean": child("clean.txt"),
+            "clash": [
+                # Its parent changes shared.txt meanwhile (below), so this is a conflict.
+                reply("editing", [write("shared.txt", "clash\n")], USAGE),
+                lambda request: _parent_edits(request, work),
+                reply("done", usage=USAGE),
+            ],
+        }
+    )
+    provider = agents.provider()
+    harness = Harness(provider, containment=Containment(max_depth=1))
+
+    result = await harness.run(root_contract(work))
+
+    assert result.outcome is RunOutcome.SUCCESS
+    clean, clash = observation(provider, "coordinate", 1)
+    assert (work / "clean.txt").read_text() == "done\n"
+    assert "brought back" in clean.lower() or "clean.txt" in clean
+    assert (work / "shared.txt").read_text() == "parent\n"
+    assert "conflict" in clash.lower() and "shared.txt" in clash, clash
+    assert (work / "clash-done.txt").exists()  # its other file came back
+
+
+def _parent_edits(request: CompletionRequest, work: Path) -> CompletionResponse:
+    (work / "shared.txt").write_text("parent\n")
+    return reply("finishing", [write("clash-done.txt")], USAGE)
+
+
+async def test_a_childs_ask_pauses_the_tree_and_an_approval_resumes_it(
+    tmp_path: Path, work: Path
+) -> None:
+    agents = Agents(
+        {
+            "coordinate": [
+                reply("delegate", [spawn("careful", "c.txt")], USAGE),
+                reply("finishing", [write("root.txt")], USAGE),
+            ],
+            "careful": child("c.txt"),
+        }
+    )
+    policy = Policy.default().layer("review").ask_write("c.txt")
+    store = Store.open(tmp_path / "runs.db")
+    harness = Harness(
+        agents.provider(), store=store, policy=policy, containment=Containment(max_depth=1)
+    )
+
+    paused = await harness.run(root_contract(work), run_id="t")
+
+    assert paused.outcome is RunOutcome.AWAITING_APPROVAL
+    assert paused.request is not None and paused.request.target.endswith("c.txt")
+    assert [row.run_id for row in store.approvals()] == ["t.1"]
+    assert not (work / "c.txt").exists()
+    spent = store.tree_drawn("t")
+
+    resumed = await harness.resume("t", decision=Decision.approve(by="test"))
+
+    assert resumed.outcome is RunOutcome.SUCCESS
+    assert (work / "c.txt").read_text() == "done\n"
+    # The child finishes its deferred step and the root its journaled one: only the
+    # root's last turn is a new call.
+    assert store.tree_drawn("t")[0] == spent[0] + 110
+    assert [n.run.outcome for n in store.tree("t")] == ["success", "success"]
+
+
+async def test_containment_is_checked(work: Path) -> None:
+    with pytest.raises(ConfigError, match="containment must be a Containment"):
+        Harness(ScriptedProvider([]), containment={"max_depth": 1})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="max_concurrent_agents"):
+        Containment(max_concurrent_agents=0)
+    file_contract = TaskContract.file("g", work / "f.txt", FileContains("x"))
+    with pytest.raises(ConfigError, match="file mode"):
+        await Harness(ScriptedProvider([]), containment=Containment()).run(file_contract)
+
+
+async def test_a_bad_criterion_is_an_observation_the_parent_can_fix(work: Path) -> None:
+    agents = Agents(
+        {
+            "coordinate": [
+                reply("delegate", [call("spawn_agent", goal="x", verify={"kind": "nope"})]),
+                reply("finishing", [write("root.txt")]),
+            ],
+        }
+    )
+    provider = agents.provider()
+
+    result = await Harness(provider, containment=Containment()).run(root_contract(work))
+
+    assert result.outcome is RunOutcome.SUCCESS
+    said = observation(provider, "coordinate", 1)[0]
+    assert said.startswith("spawn_agent: the child's contract:"), said
+
+
+def _json(text: str) -> Any:
+    return json.loads(text)
