@@ -8,8 +8,9 @@ the conversation, in any process.
 from __future__ import annotations
 
 import asyncio
-import json
+import inspect
 from collections.abc import Callable, Mapping, Sequence
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ import pytest
 
 from io_harness import (
     Budget,
+    Price,
+    PriceTable,
     CompletionRequest,
     CompletionResponse,
     ConfigError,
@@ -32,8 +35,9 @@ from io_harness import (
     WorkspaceFileContains,
 )
 from io_harness.testing import ScriptedProvider, call, reply
+from io_harness.tools import tool
 
-Turn = Callable[[CompletionRequest], CompletionResponse] | CompletionResponse
+Turn = Callable[[CompletionRequest], Any] | CompletionResponse
 USAGE = Usage(input_tokens=100, output_tokens=10)
 
 
@@ -61,7 +65,10 @@ class Agents:
             if self.pause:
                 await asyncio.sleep(self.pause)
             answer = self.scripts[goal][turn]
-            return answer(request) if callable(answer) else answer
+            if not callable(answer):
+                return answer
+            given = answer(request)
+            return await given if inspect.isawaitable(given) else given
         finally:
             self.in_flight -= 1
 
@@ -177,11 +184,17 @@ async def test_concurrent_children_are_bounded_tree_wide(work: Path) -> None:
         (Containment(max_depth=1), "depth"),
         (Containment(max_depth=3, max_total_agents=2), "agents"),
         (Containment(max_depth=3, max_total_tokens=200), "tokens"),
+        (Containment(max_depth=3, max_total_cost=Decimal("0.00015")), "cost"),
+        (Containment(max_depth=3, max_total_wall_seconds=0.05), "wall"),
     ],
 )
 async def test_a_spawn_past_a_cap_is_refused_as_an_observation_naming_it(
     work: Path, containment: Containment, cap: str
 ) -> None:
+    async def slow_middle(request: CompletionRequest) -> CompletionResponse:
+        await asyncio.sleep(0.1)  # past the wall cap: its spawn comes too late
+        return reply("delegate again", [spawn("leaf", "leaf.txt")], USAGE)
+
     agents = Agents(
         {
             "coordinate": [
@@ -189,7 +202,9 @@ async def test_a_spawn_past_a_cap_is_refused_as_an_observation_naming_it(
                 reply("finishing", [write("root.txt")], USAGE),
             ],
             "middle": [
-                reply("delegate again", [spawn("leaf", "leaf.txt")], USAGE),
+                slow_middle
+                if cap == "wall"
+                else reply("delegate again", [spawn("leaf", "leaf.txt")], USAGE),
                 reply("doing it myself", [write("m.txt")], USAGE),
                 reply("done", usage=USAGE),
             ],
@@ -198,16 +213,23 @@ async def test_a_spawn_past_a_cap_is_refused_as_an_observation_naming_it(
     )
     provider = agents.provider()
     store = Store.memory()
-    harness = Harness(provider, store=store, containment=containment)
+    # 1 per million input tokens, 0 for output: each call costs 0.0001.
+    prices = PriceTable({"scripted": Price(input=Decimal(1), output=Decimal(0))})
+    harness = Harness(provider, store=store, containment=containment, prices=prices)
 
     result = await harness.run(root_contract(work), run_id="r")
 
     said = next(c.result for c in store.trace("r.1").tool_calls if c.name == "spawn_agent")
     assert said.startswith(f"spawn_agent refused ({cap}):"), said
-    if cap == "tokens":  # the tree's tokens ran out: every agent ends on that budget
-        assert result.outcome is RunOutcome.TOKEN_BUDGET_EXCEEDED
+    ended = {
+        "tokens": RunOutcome.TOKEN_BUDGET_EXCEEDED,
+        "cost": RunOutcome.COST_BUDGET_EXCEEDED,
+        "wall": RunOutcome.TIME_BUDGET_EXCEEDED,
+    }
+    if cap in ended:  # the tree's budget ran out: every agent ends on it
+        assert result.outcome is ended[cap]
         report = store.trace("r").tool_calls[0].result
-        assert report.startswith("sub-agent r.1 ('middle'): token_budget_exceeded"), report
+        assert report.startswith(f"sub-agent r.1 ('middle'): {ended[cap].value}"), report
     else:
         assert result.outcome is RunOutcome.SUCCESS
     refused = [e for e in store.trace("r.1").tree_events if e.kind == "refuse"]
@@ -352,5 +374,36 @@ async def test_a_bad_criterion_is_an_observation_the_parent_can_fix(work: Path) 
     assert said.startswith("spawn_agent: the child's contract:"), said
 
 
-def _json(text: str) -> Any:
-    return json.loads(text)
+async def test_a_child_calls_its_parents_tools_under_its_own_narrowed_policy(
+    work: Path,
+) -> None:
+    stamped: list[str] = []
+
+    @tool
+    def stamp(label: str) -> str:
+        """Stamp a label."""
+        stamped.append(label)
+        return f"stamped {label}"
+
+    agents = Agents(
+        {
+            "coordinate": [
+                reply(
+                    "delegate",
+                    [spawn("stamper", "s.txt"), spawn("no stamps", "n.txt", deny_exec=["stamp"])],
+                ),
+                reply("finishing", [write("root.txt")]),
+            ],
+            "stamper": [reply("stamping", [call("stamp", label="a"), write("s.txt")])],
+            "no stamps": [reply("trying", [call("stamp", label="b"), write("n.txt")])],
+        }
+    )
+    store = Store.memory()
+    harness = Harness(agents.provider(), store=store, tools=[stamp], containment=Containment())
+
+    result = await harness.run(root_contract(work), run_id="c")
+
+    assert result.outcome is RunOutcome.SUCCESS
+    assert stamped == ["a"]
+    refused = store.trace("c.2").tool_calls[0]
+    assert refused.kind == "caller" and "refused by the policy" in refused.result
