@@ -18,8 +18,6 @@ import pytest
 
 from io_harness import (
     Budget,
-    Price,
-    PriceTable,
     CompletionRequest,
     CompletionResponse,
     ConfigError,
@@ -28,6 +26,8 @@ from io_harness import (
     FileContains,
     Harness,
     Policy,
+    Price,
+    PriceTable,
     RunOutcome,
     Store,
     TaskContract,
