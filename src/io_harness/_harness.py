@@ -295,7 +295,8 @@ class Harness:
             if nodes
             else Ledger(containment, started_at)
         )
-        kit.tree = Tree(root_id, containment, ledger, self.store, kit)
+        currency = kit.prices.currency if kit.prices is not None else ""
+        kit.tree = Tree(root_id, containment, ledger, self.store, kit, currency)
         return kit.tree
 
     async def resume(

@@ -232,6 +232,8 @@ class Tree:
     ledger: Ledger
     store: Store
     driver: TreeDriver
+    currency: str = ""
+    """The price table's currency, for the spend in a child's report."""
     copies: list[Path] = field(default_factory=list)
     """Isolated copies made for children, removed when the tree ends."""
 
@@ -492,12 +494,13 @@ class AgentNode:
         store = self.tree.store
         trace = store.trace(result.run_id)
         written = sorted({path for call in trace.tool_calls for path in call.changed})
+        money = format_money(result.cost_micros, self.tree.currency)
         spend = (
-            format_money(result.cost_micros)
+            money
             if not result.unpriced_calls
             else "unpriced"
             if not result.cost_micros
-            else f"{format_money(result.cost_micros)} + {result.unpriced_calls} unpriced calls"
+            else f"{money} + {result.unpriced_calls} unpriced calls"
         )
         lines = [
             f"sub-agent {result.run_id} ({spawned.goal!r}): {result.outcome.value} after "
