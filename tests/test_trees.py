@@ -407,3 +407,35 @@ async def test_a_child_calls_its_parents_tools_under_its_own_narrowed_policy(
     assert stamped == ["a"]
     refused = store.trace("c.2").tool_calls[0]
     assert refused.kind == "caller" and "refused by the policy" in refused.result
+
+
+async def test_an_ask_in_the_turn_of_a_spawn_defers_after_the_child_and_resumes_once(
+    tmp_path: Path, work: Path
+) -> None:
+    agents = Agents(
+        {
+            "coordinate": [
+                reply("both", [spawn("helper", "h.txt"), write("asked.txt")], USAGE),
+                reply("finishing", [write("root.txt")], USAGE),
+            ],
+            "helper": child("h.txt"),
+        }
+    )
+    provider = agents.provider()
+    policy = Policy.default().layer("review").ask_write("asked.txt")
+    store = Store.open(tmp_path / "runs.db")
+    harness = Harness(provider, store=store, policy=policy, containment=Containment())
+
+    paused = await harness.run(root_contract(work), run_id="d")
+
+    assert paused.outcome is RunOutcome.AWAITING_APPROVAL
+    assert (work / "h.txt").exists() and not (work / "asked.txt").exists()
+    resumed = await harness.resume("d", decision=Decision.approve(by="test"))
+
+    assert resumed.outcome is RunOutcome.SUCCESS
+    assert (work / "asked.txt").exists() and (work / "root.txt").exists()
+    spawned, wrote = observation(provider, "coordinate", 1)
+    assert wrote.startswith("Created asked.txt") or "asked.txt" in wrote, wrote
+    assert spawned.startswith("sub-agent d.1 ('helper'): success"), spawned
+    assert agents.calls.count("coordinate") == 2 and agents.calls.count("helper") == 1
+    assert [s.step for s in store.trace("d").steps] == [1, 2]

@@ -195,6 +195,8 @@ class Engine:
             record.events = [event_row(e) for e in events]
             self._take_gate_rows(record)
             self.store.commit_step(self.run_id, record)
+            if record.counts_as_step:
+                self.journal = None  # the store cleared it with the step
             if outcome is not None and self.mcp is not None:
                 # After the step is safe: a slow close (an HTTP server's goodbye) cannot
                 # cost it. The close events join the trace on their own.
