@@ -169,6 +169,12 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("run_id")
     sub.set_defaults(handler="_commands:cmd_show")
 
+    sub = _with_store(
+        commands.add_parser("tree", help="draw the sub-agent tree a run belongs to, from its root")
+    )
+    sub.add_argument("run_id", help="any agent of the tree (it is marked)")
+    sub.set_defaults(handler="_tree:cmd_tree")
+
     sub = commands.add_parser(
         "doctor", help="which sandboxes this machine offers, and which one a run gets"
     )

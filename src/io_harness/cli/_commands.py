@@ -117,6 +117,7 @@ def cmd_resume(args: argparse.Namespace, console: Console) -> int:
     policy = Policy.from_toml(args.policy) if args.policy is not None else None
     given = provider_from_specs(args.provider) if args.provider else None
     with _existing_store(args.store) as store:
+        args.run_id = tree_root(store, args.run_id)
         provider = given or stored_provider(args, store)
         if provider is None:
             raise ConfigError(
@@ -164,16 +165,31 @@ def _resume(
 
 
 def cmd_pending(args: argparse.Namespace, console: Console) -> int:
+    """``ioh pending``: every action awaiting approval, a sub-agent's with its tree's root."""
     if not args.store.exists():
-        console.print(f"no actions are awaiting approval (no store at {args.store})")
+        console.print(f"no actions are awaiting approval (no store at {escape(str(args.store))})")
         return 0
     with Store.open(args.store) as store:
-        console.print(render_pending(store.approvals()))
+        rows = store.approvals()
+        roots = {row.run_id: tree_root(store, row.run_id) for row in rows}
+        console.print(render_pending(rows, {k: v for k, v in roots.items() if k != v}))
     return 0
 
 
+def tree_root(store: Store, run_id: str) -> str:
+    """The run a resume of ``run_id`` starts from: its tree's root, or itself.
+
+    The root holds what a resume needs (the provider specs ``ioh`` stored, the
+    MCP servers), which a sub-agent does not, and a tree resumes from it.
+    """
+    place = store.load_run(run_id).tree
+    return place.root_id if place is not None else run_id
+
+
 def cmd_decide(args: argparse.Namespace, console: Console) -> int:
+    """``ioh approve`` / ``ioh deny``: of any agent of a tree, decided and resumed from its root."""
     with _existing_store(args.store) as store:
+        args.run_id = tree_root(store, args.run_id)
         # What the resume needs is built first, so a bad spec or a missing key is
         # said before any decision is stored.
         provider = None if args.no_resume else stored_provider(args, store)

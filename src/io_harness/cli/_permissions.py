@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import getpass
 import socket
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rich.console import Console, Group, RenderableType
@@ -30,7 +31,7 @@ from io_harness.policy import (
 )
 from io_harness.policy._approvers import ApproveAll, exact_rule
 from io_harness.store import Store
-from io_harness.store._records import ApprovalRow
+from io_harness.store._records import ApprovalRow, TreePlace
 
 __all__ = [
     "approver_for",
@@ -102,32 +103,57 @@ def decide_pending(
 ) -> tuple[ApprovalRequest, Decision]:
     """Store the operator's decision on the action ``run_id`` awaits.
 
-    The run's lease is held meanwhile, so a resume in progress cannot change
-    the action under the decision; ``request_id`` makes sure the action is
-    the one the operator reviewed.
+    A run in a sub-agent tree stands for its tree: when it awaits nothing
+    itself, the action decided is the one another agent of the tree awaits
+    (the child that asked, which paused every agent above it). The run's
+    lease is held meanwhile, and in a tree the root's too, which every
+    resume of the tree holds, so a resume in progress cannot change the
+    action under the decision; ``request_id`` makes sure the action is the
+    one the operator reviewed.
     """
-    with store.lease(run_id):
-        return _decide(store, run_id, approve, remember, reason, request_id)
+    place = store.load_run(run_id).tree
+    with contextlib.ExitStack() as held:
+        for leased in dict.fromkeys((place.root_id if place else run_id, run_id)):
+            held.enter_context(store.lease(leased))
+        open_ = _awaited(store, run_id, place)
+        if not open_:
+            others = " nor does any other agent of its tree" if place is not None else ""
+            raise ConfigError(
+                f"run {run_id!r} has no action awaiting approval{others} (ioh pending lists them)"
+            )
+        return _decide(store, open_, approve, remember, reason, request_id)
+
+
+def _awaited(store: Store, run_id: str, place: TreePlace | None) -> list[ApprovalRow]:
+    """The open approvals ``run_id`` may decide: its own, then its tree's others, root first."""
+    own = store.approvals(run_id)
+    if place is None:
+        return own
+    others = [
+        row
+        for node in store.tree(place.root_id)
+        if node.run.id != run_id
+        for row in store.approvals(node.run.id)
+    ]
+    return own + others
 
 
 def _decide(
     store: Store,
-    run_id: str,
+    open_: list[ApprovalRow],
     approve: bool,
     remember: bool,
     reason: str | None,
     request_id: str | None,
 ) -> tuple[ApprovalRequest, Decision]:
-    open_ = store.approvals(run_id)
-    if not open_:
-        raise ConfigError(
-            f"run {run_id!r} has no action awaiting approval (ioh pending lists them)"
-        )
-    row = open_[0]
+    # A tree may await several agents (children paused in one turn): the request the
+    # operator names, else the first not yet decided.
+    first = next((row for row in open_ if row.status == "pending"), open_[0])
+    row = next((row for row in open_ if row.id == request_id), first)
     request = ApprovalRequest.model_validate_json(row.request_json)
     if request_id is not None and request_id != row.id:
         raise ConfigError(
-            f"run {run_id!r} now awaits request {row.id} ({request.describe()}), "
+            f"run {row.run_id!r} now awaits request {row.id} ({request.describe()}), "
             f"not {request_id}; review it with ioh pending"
         )
     by = f"{_who()} (ioh {'approve' if approve else 'deny'})"
@@ -147,8 +173,15 @@ def _decide(
     return request, decision
 
 
-def render_pending(rows: list[ApprovalRow]) -> RenderableType:
-    """What ``ioh pending`` prints: each waiting action, why it asks, and its diff."""
+def render_pending(
+    rows: list[ApprovalRow], roots: Mapping[str, str] | None = None
+) -> RenderableType:
+    """What ``ioh pending`` prints: each waiting action, why it asks, and its diff.
+
+    ``roots`` maps a sub-agent's run id to its tree's root, named on its line:
+    ``ioh approve ROOT`` decides it and resumes the tree.
+    """
+    roots = roots or {}
     if not rows:
         return Text("no actions are awaiting approval")
     parts: list[RenderableType] = []
@@ -164,9 +197,11 @@ def render_pending(rows: list[ApprovalRow]) -> RenderableType:
             "decided": " (decided; resume performs it)",
             "performing": " (was being performed when the run stopped; resume reports it)",
         }.get(row.status, "")
+        root = roots.get(row.run_id, row.run_id)
+        tree = f" (tree {escape(root)})" if root != row.run_id else ""
         parts.append(
             Text.from_markup(
-                f"[bold]{escape(row.run_id)}[/] step {row.step}: "
+                f"[bold]{escape(row.run_id)}[/]{tree} step {row.step}: "
                 f"{escape(request.describe())}{escape(state)}\n"
                 f"  asked by {escape(why)}; request {escape(row.id)}, "
                 f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(row.created_at))}"
