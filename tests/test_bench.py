@@ -35,3 +35,17 @@ def test_the_sandbox_overhead_benchmark_runs_and_prints_its_figures() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     for label in ("python -c pass", "pytest (3 tests)", "bare subprocess", "floor"):
         assert label in done.stdout
+
+
+def test_the_tree_spawn_benchmark_runs_and_prints_its_figures() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "tree_spawn.py"), "--quick", "--split"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    for label in ("[spawn cost]", "per child", "target:", "[fan-out]", "max RSS", "[split]"):
+        assert label in done.stdout

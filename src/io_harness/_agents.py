@@ -55,9 +55,19 @@ class AgentKit:
     tree: Tree | None = None
 
     def tools(
-        self, contract: TaskContract, gate: Gate, started_at: float, node: AgentNode | None
+        self,
+        contract: TaskContract,
+        gate: Gate,
+        started_at: float,
+        node: AgentNode | None,
+        *,
+        sweep: bool = True,
     ) -> RunTools:
-        """An agent's tools: the run's built-ins and the caller's, the tree's ``spawn_agent``."""
+        """An agent's tools: the run's built-ins and the caller's, the tree's ``spawn_agent``.
+
+        ``sweep`` removes what writes cut short by a crash left in its workspace:
+        a root's start and a resumed sub-agent's do; a new sub-agent's need not.
+        """
         return build_tools(
             contract,
             gate,
@@ -68,6 +78,7 @@ class AgentKit:
             memory=self.store if self.memory else None,
             mcp=self.sessions,
             spawn=node.tool() if node is not None else None,
+            sweep=sweep,
         )
 
     def new_run(
@@ -136,7 +147,7 @@ class AgentKit:
         gate = Gate(spec.policy, self.approver, goal=spec.contract.goal, run_id=spec.run_id)
         node = self.tree.node(spec.run_id, spec.place.depth, spec.contract, gate)
         started_at = time.time()
-        tools = self.tools(spec.contract, gate, started_at, node)
+        tools = self.tools(spec.contract, gate, started_at, node, sweep=False)
         self.store.create_run(
             self.new_run(
                 spec.run_id,
@@ -169,9 +180,9 @@ class AgentKit:
                 return awaiting(stored)
             assert stored.tree is not None
             node = self.tree.node(run_id, stored.tree.depth, contract, gate)
-            tools = self.tools(contract, gate, stored.started_at, node)
-            engine = self.engine(contract, tools, stored, gate, node, owns_sessions=False)
             resumed = bool(stored.steps or stored.journal_json or stored.pending)
+            tools = self.tools(contract, gate, stored.started_at, node, sweep=resumed)
+            engine = self.engine(contract, tools, stored, gate, node, owns_sessions=False)
             return await engine.drive(
                 resumed=resumed, resumption=Resumption(stored.pending, decision)
             )

@@ -202,20 +202,25 @@ def build_tools(
     memory: Store | None,
     mcp: McpSessions | None = None,
     spawn: HarnessTool[Any] | None = None,
+    sweep: bool = True,
 ) -> RunTools:
     """The run's tools, after removing what writes cut short by a crash left behind.
 
     ``memory`` is the store memory lives in, when the run has memory on;
     ``spawn`` is the agent's ``spawn_agent``, when it is an agent of a tree.
+    ``sweep=False`` skips the removal: a sub-agent's workspace was swept by its
+    root's start (or is a fresh copy).
     """
     tools: list[HarnessTool[Any]]
     if contract.mode == "file":
         assert contract.path is not None
-        remove_partial_writes(contract.root.glob(f".{contract.path.name}.*"))
+        if sweep:
+            remove_partial_writes(contract.root.glob(f".{contract.path.name}.*"))
         tools = single_file_tools(contract.path)
     else:
         workspace = Workspace(contract.root, may_read=gate.readable)
-        remove_partial_writes(workspace.walk())
+        if sweep:
+            remove_partial_writes(workspace.walk())
         tools = workspace_tools(workspace)
         if "exec" in contract.tools:
             wall = contract.budget.max_wall_seconds

@@ -417,7 +417,7 @@ class AgentNode:
 
     def _child(self, call_id: str, args: SpawnArgs) -> ChildSpec:
         """The child's contract, policy and place; a bad argument is a ToolFailure."""
-        run_id = f"{self.run_id}.{len(self.tree.store.tree(self.tree.root_id))}"
+        run_id = f"{self.run_id}.{self.tree.ledger.agents}"  # unique: the count only grows
         narrowing = Policy.permissive().layer(f"spawn {call_id}")
         for method, globs in (
             ("deny_write", args.deny_write),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
@@ -79,8 +80,7 @@ class HarnessTool(abc.ABC, Generic[A]):
     @property
     def spec(self) -> ToolSpec:
         """How the model is told about this tool."""
-        schema = schema_without_titles(self.args.model_json_schema())
-        return ToolSpec(name=self.name, description=self.description, parameters=schema)
+        return _spec(self.name, self.description, self.args)
 
     @abc.abstractmethod
     async def invoke(self, args: A) -> ToolOutcome:
@@ -109,6 +109,14 @@ class HarnessTool(abc.ABC, Generic[A]):
         arguments reach it unchecked may say it here.
         """
         return None
+
+
+@functools.cache
+def _spec(name: str, description: str, args: type[Args]) -> ToolSpec:
+    # pydantic builds a schema in about half a millisecond; a built-in's never changes,
+    # and every run (every sub-agent of a tree) builds its tools anew.
+    schema = schema_without_titles(args.model_json_schema())
+    return ToolSpec(name=name, description=description, parameters=schema)
 
 
 _NAME_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
