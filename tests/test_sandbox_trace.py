@@ -307,10 +307,14 @@ async def test_a_version_3_store_opens_migrates_and_resumes(root: Path, tmp_path
 
 
 def _as_version_3(path: Path) -> None:
-    """Take the file back to what version 3 wrote: nothing of versions 4 to 6."""
+    """Take the file back to what version 3 wrote: nothing of versions 4 and later."""
     with contextlib.closing(sqlite3.connect(path)) as db:
-        for table in ("mcp_events", "memory_log", "memory", "sandbox_events"):
+        for table in ("tree_events", "mcp_events", "memory_log", "memory", "sandbox_events"):
             db.execute(f"DROP TABLE {table}")
+        for index in ("runs_by_spawn", "runs_by_root"):
+            db.execute(f"DROP INDEX {index}")
+        for column in ("parent_id", "root_id", "depth", "spawn_call", "tree", "journal"):
+            db.execute(f"ALTER TABLE runs DROP COLUMN {column}")
         for table, column in (("runs", "prices"), ("runs", "setup"), ("runs", "sandbox"),
                               ("tool_calls", "kind"), ("tool_calls", "duration"),
                               ("tool_calls", "error")):  # fmt: skip
