@@ -160,6 +160,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub.add_argument("file", type=Path, help="a contract file with [[mcp]] tables")
     sub.set_defaults(handler="_mcp:cmd_mcp_list")
+    roles = commands.add_parser("roles", help="the roles of a workspace's roles file")
+    roles_commands = roles.add_subparsers(dest="roles_command", required=True, metavar="WHAT")
+    sub = roles_commands.add_parser(
+        "check", help="load a roles file and show each role's composed toolset"
+    )
+    sub.add_argument(
+        "dir",
+        type=Path,
+        nargs="?",
+        default=Path(),
+        metavar="DIR",
+        help="the workspace (default: the current folder)",
+    )
+    sub.add_argument(
+        "--roles", type=Path, metavar="FILE", help="the roles file (default: DIR/roles.toml)"
+    )
+    sub.set_defaults(handler="_roles:cmd_roles_check")
 
     sub = _with_store(commands.add_parser("runs", help="list runs, newest first"))
     sub.add_argument("--limit", type=int, default=20, help="how many (default: 20)")
