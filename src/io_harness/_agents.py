@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from io_harness._mcp import McpSessions
+from io_harness._roles import Role
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError
 from io_harness.loop import Engine, RunResult, RunSandbox, build_tools, memory_scope
@@ -21,6 +22,7 @@ from io_harness.loop._deferral import Resumption, stored_model
 from io_harness.loop._events import event_row, run_started
 from io_harness.loop._outcome import RunOutcome
 from io_harness.loop._resuming import decision_for, stored_contract, stored_gate
+from io_harness.loop._role import RunRole
 from io_harness.loop._tree import AgentNode, ChildSpec, Tree
 from io_harness.observe import Observer
 from io_harness.policy._approval import ApprovalRequest, Approver
@@ -42,6 +44,7 @@ class AgentKit:
     """What every agent of one run's tree is driven with; the tree's driver."""
 
     provider: Provider
+    role: Role | None
     store: Store
     observer: Observer | None
     prices: PriceTable | None
@@ -94,11 +97,16 @@ class AgentKit:
         store = self.store
         notes = memory_notes(store.memory_entries(memory_scope(contract))) if self.memory else None
         started = run_started(run_id, 0, contract, self.provider, resumed=False)
+        names = tools.names
+        role = self.run_role(contract, tools)
+        if role is not None:
+            names = tuple(t.spec.name for t in role.compose(()).tools)
+        prompt = system_prompt(contract, names, self.skills)
         return NewRun(
             id=run_id,
             goal=contract.goal,
             contract_json=contract.model_dump_json(),
-            system_prompt=system_prompt(contract, tools.names, self.skills),
+            system_prompt=role.system_prompt(prompt) if role is not None else prompt,
             tools_json="[" + ",".join(s.model_dump_json() for s in tools.specs) + "]",
             provider=self.provider.name,
             model=self.provider.model,
@@ -111,6 +119,12 @@ class AgentKit:
             setup_json=self.setup_json,
             **fields,  # type: ignore[arg-type]
         )
+
+    def run_role(self, contract: TaskContract, tools: RunTools) -> RunRole | None:
+        """The role an agent of this kit works under (the root's; a sub-agent has none)."""
+        if self.role is None or contract.role != self.role.name:
+            return None
+        return RunRole.of(self.role, contract.root.resolve(), tools)
 
     def engine(
         self,
@@ -135,6 +149,7 @@ class AgentKit:
             self.chosen,
             self.sessions if owns_sessions else None,
             node,
+            self.run_role(contract, tools),
         )
 
     # -- the tree's driver ---------------------------------------------------------

@@ -47,7 +47,7 @@ __all__ = ["load_contract", "mcp_servers", "sandbox_config", "sandbox_table"]
 
 _KEYS = {
     "goal", "root", "file", "verify", "constraints", "budget", "tools", "skills", "policy",
-    "sandbox", "mcp",
+    "sandbox", "mcp", "role",
 }  # fmt: skip
 _NOT_CONTRACT = ("root", "file", "policy", "sandbox", "mcp")
 # The subject is rebuilt from root or file; the policy is Policy's; the sandbox is the run's.

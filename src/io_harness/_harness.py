@@ -33,6 +33,7 @@ from io_harness._preflight import (
     new_run_id,
     sync,
 )
+from io_harness._roles import Role, Roles
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, StorageError
 from io_harness.loop import (
@@ -79,6 +80,7 @@ class HarnessOptions(TypedDict, total=False):
     memory: bool
     mcp: Sequence[McpServer] | None
     containment: Containment | None
+    roles: Roles | str | Path | None
 
 
 class Harness:
@@ -117,6 +119,9 @@ class Harness:
       tree: every agent is offered ``spawn_agent``, and the whole tree draws
       on one ledger bounded by it (see ``docs/trees.md``). Without it no agent
       can spawn.
+    - ``roles``: a roles file (or :class:`Roles`): a contract's ``role = "NAME"``
+      runs under that role, its tools composed from the workspace's committed
+      descriptions for every call (see ``docs/roles.md``).
 
     An option of the wrong type, a bad tool or a skills folder that does not
     load is a :class:`ConfigError` raised here; what depends on a contract
@@ -139,6 +144,7 @@ class Harness:
         memory: bool = False,
         mcp: Sequence[McpServer] | None = None,
         containment: Containment | None = None,
+        roles: Roles | str | Path | None = None,
     ) -> None:
         check_provider(provider)
         check_types(store=store, policy=policy, approver=approver, prices=prices)
@@ -172,6 +178,11 @@ class Harness:
                 f"containment must be a Containment, not {type(containment).__name__}"
             )
         self.containment = containment
+        if isinstance(roles, str | Path):
+            roles = Roles.from_toml(roles)
+        elif roles is not None and not isinstance(roles, Roles):
+            raise ConfigError(f"roles must be a Roles or a roles file, not {type(roles).__name__}")
+        self.roles = roles
         if not isinstance(sandbox, SandboxConfig) and sandbox is not DEFAULT_SANDBOX:
             # NO_SANDBOX, or a Sandbox of the caller's: known now, not only at the run.
             check_sandboxes(self.mcp, ServerSandbox(choose_sandbox(sandbox).sandbox, Path()))
@@ -222,14 +233,16 @@ class Harness:
                 "a harness with containment spawns sub-agents into a workspace; this contract "
                 "is in file mode (use TaskContract.workspace)"
             )
-        check_prices(contract, self.provider, self.prices)
+        role = self._role(contract)
+        provider = self._provider_for(role)
+        check_prices(contract, provider, self.prices)
         labels = checked_labels(labels)
         run_id = run_id or new_run_id()
         policy = self.policy if self.policy is not None else Policy.default()
         gate = Gate(policy, self.approver, goal=contract.goal, run_id=run_id)
-        net = RunNet.of(gate, self.provider)
+        net = RunNet.of(gate, provider)
         check_criterion(contract, gate)
-        check_endpoints(self.provider, net)
+        check_endpoints(provider, net)
         folders = tuple(dict.fromkeys(f for f in (self.skills, contract.skills) if f is not None))
         skills = discover_skills(folders)
         store = self.store
@@ -243,7 +256,9 @@ class Harness:
         with store.lease(run_id), checking(net):
             may_start = partial(mcp_start_refusal, gate=gate)
             async with mcp_sessions(self.mcp, may_start, contained) as sessions:
-                kit = self._kit(chosen, caller, skills, setup.memory, setup, sessions, self.prices)
+                kit = self._kit(
+                    provider, role, chosen, caller, skills, setup, sessions, self.prices
+                )
                 started_at = time.time()
                 node, place = None, None
                 if self.containment is not None:
@@ -261,18 +276,39 @@ class Harness:
                 )
                 return await _ended(kit, await engine.drive(resumed=False))
 
+    def _role(self, contract: TaskContract) -> Role | None:
+        """The role the contract names, from this harness's roles file."""
+        if contract.role is None:
+            return None
+        if self.roles is None:
+            raise ConfigError(
+                f"the contract names the role {contract.role!r}, but this harness has no roles "
+                "file (Harness(roles=...))"
+            )
+        return self.roles.get(contract.role)
+
+    def _provider_for(self, role: Role | None) -> Provider:
+        """The role's provider when it names one; this harness's otherwise."""
+        if role is None or role.provider is None:
+            return self.provider
+        from io_harness.providers._spec import provider_from_spec
+
+        return provider_from_spec(role.provider)
+
     def _kit(
         self,
+        provider: Provider,
+        role: Role | None,
         chosen: RunSandbox,
         caller: Toolbox,
         skills: tuple[Skill, ...],
-        memory: bool,
         setup: RunSetup,
         sessions: McpSessions | None,
         prices: PriceTable | None,
     ) -> AgentKit:
         return AgentKit(
-            provider=self.provider,
+            provider=provider,
+            role=role,
             store=self.store,
             observer=self.observer,
             prices=prices,
@@ -280,7 +316,7 @@ class Harness:
             chosen=chosen,
             caller=caller,
             skills=skills,
-            memory=memory,
+            memory=setup.memory,
             setup_json=setup.model_dump_json(),
             sessions=sessions,
         )
@@ -350,14 +386,16 @@ class Harness:
             contract = stored_contract(stored)
             contract.check()
             prices = self.prices if self.prices is not None else stored_prices(stored)
-            check_prices(contract, self.provider, prices)
+            role = self._role(contract)
+            provider = self._provider_for(role)
+            check_prices(contract, provider, prices)
             gate, replaced = stored_gate(
                 stored, contract, self.approver, self.policy, replace_policy
             )
             resumption = Resumption(stored.pending, decision_for(stored, gate, decision), replaced)
-            net = RunNet.of(gate, self.provider)
+            net = RunNet.of(gate, provider)
             check_criterion(contract, gate)
-            check_endpoints(self.provider, net)
+            check_endpoints(provider, net)
             setup = RunSetup.stored(stored)
             caller = setup.caller_tools_from(self._tools_now(), run_id)
             skills = setup.skills_again(run_id)
@@ -369,7 +407,7 @@ class Harness:
             with checking(net):
                 may_start = partial(mcp_start_refusal, gate=gate)
                 async with mcp_sessions(servers, may_start, contained) as sessions:
-                    kit = self._kit(chosen, caller, skills, setup.memory, setup, sessions, prices)
+                    kit = self._kit(provider, role, chosen, caller, skills, setup, sessions, prices)
                     node = None
                     if stored.tree is not None:
                         containment = stored_containment(stored)

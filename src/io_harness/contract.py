@@ -85,6 +85,8 @@ class TaskContract(BaseModel):
     """Optional tools the run offers besides the file tools (workspace mode): ``"exec"``."""
     skills: Path | None = None
     """A folder of skills the agent may read (``read_skill``); see ``docs/skills.md``."""
+    role: str | None = None
+    """The role of the harness's roles file the agent works under; see ``docs/roles.md``."""
 
     @field_validator("tools")
     @classmethod
@@ -119,10 +121,12 @@ class TaskContract(BaseModel):
         constraints: Sequence[str] = (),
         budget: Budget | None = None,
         skills: str | Path | None = None,
+        role: str | None = None,
     ) -> TaskContract:
         """A single-file contract: the agent may read and write ``path`` only.
 
-        ``skills`` names a folder of skills the agent may read.
+        ``skills`` names a folder of skills the agent may read; ``role`` a role
+        of the harness's roles file to work under.
         """
         file = Path(path).absolute()
         return cls._build(
@@ -134,6 +138,7 @@ class TaskContract(BaseModel):
             constraints=constraints,
             budget=budget or Budget(),
             skills=skills,
+            role=role,
         )
 
     @classmethod
@@ -147,12 +152,14 @@ class TaskContract(BaseModel):
         budget: Budget | None = None,
         tools: Sequence[str] = (),
         skills: str | Path | None = None,
+        role: str | None = None,
     ) -> TaskContract:
         """A workspace contract: the agent works on every file under ``root``.
 
         ``tools`` adds optional tools: ``["exec"]`` lets the agent run commands
         (no shell; each checked by the policy as ``exec``, run in the sandbox).
-        ``skills`` names a folder of skills the agent may read.
+        ``skills`` names a folder of skills the agent may read; ``role`` a role
+        of the harness's roles file to work under.
         """
         return cls._build(
             goal=goal,
@@ -163,6 +170,7 @@ class TaskContract(BaseModel):
             budget=budget or Budget(),
             tools=tools,
             skills=skills,
+            role=role,
         )
 
     @classmethod

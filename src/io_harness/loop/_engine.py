@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 
 from io_harness._mcp import McpSessions
+from io_harness._roles import Composition
 from io_harness.contract import TaskContract
 from io_harness.errors import ProviderError, RefusedError
 from io_harness.loop._calls import ProviderCaller, Unanswered
@@ -21,9 +22,10 @@ from io_harness.loop._deferral import Deferrals, Resumption, stored_model
 from io_harness.loop._events import LIVE_EVENTS, emit, event_row, run_started
 from io_harness.loop._outcome import RunOutcome, RunResult
 from io_harness.loop._progress import DoneCall, StepProgress
+from io_harness.loop._role import RunRole
 from io_harness.loop._sandboxing import RunSandbox, event_rows
 from io_harness.loop._tree import AgentNode
-from io_harness.messages import CompletionRequest, Message, ToolSpec
+from io_harness.messages import CompletionRequest, Message, ToolCall, ToolSpec
 from io_harness.observe import (
     Observer,
     RunEvent,
@@ -79,8 +81,12 @@ class Engine:
         chosen: RunSandbox,
         mcp: McpSessions | None = None,
         node: AgentNode | None = None,
+        role: RunRole | None = None,
     ) -> None:
         self.gate = gate
+        self.role = role
+        """The role the run works under: its tools composed per request, its calls limited."""
+        self.composition: Composition | None = None
         self.mcp = mcp
         """The run's MCP sessions when it owns them (closed at its end); a sub-agent's are its
         root's, offered among its tools but not closed by it."""
@@ -259,14 +265,7 @@ class Engine:
             # A server announced a change (or was restarted): offer its tools as they are now.
             self.toolbox = self.toolbox.with_kind("mcp", self.mcp.tools())
             self.tools = self.toolbox.specs
-        request = CompletionRequest.model_construct(
-            model=self.provider.model,
-            system=self.system,
-            messages=tuple(self.messages),
-            tools=self.tools,
-            max_tokens=MAX_OUTPUT_TOKENS,
-            temperature=None,
-        )
+        request = self._request()
         if not self._can_afford(request):
             return RunOutcome.COST_BUDGET_EXCEEDED
         answer = await self.caller.call(request, record, events)
@@ -290,6 +289,49 @@ class Engine:
         if self.node is not None and self.node.spawns_in(progress):
             self._journal(record, progress)
         return await self._act(record, events, progress)
+
+    def _request(self) -> CompletionRequest:
+        """The next model call: the conversation, and the tools (a role's composed anew)."""
+        messages = tuple(self.messages)
+        tools = self.tools
+        if self.role is not None:
+            self.composition = self.role.compose(messages)
+            tools = self.composition.specs
+        return CompletionRequest.model_construct(
+            model=self.provider.model,
+            system=self.system,
+            messages=messages,
+            tools=tools,
+            max_tokens=MAX_OUTPUT_TOKENS,
+            temperature=None,
+        )
+
+    async def _call(
+        self, call: ToolCall, progress: StepProgress, resume_at: ResumePoint | None
+    ) -> ToolOutcome | Deferral:
+        """One call of the answer: cut off, reported after a crash, refused by the role, or run."""
+        if progress.finish_reason == "length" and isinstance(call.arguments, str):
+            return ToolOutcome(_CUT_OFF_CALL, is_error=True)
+        if resume_at is not None and resume_at.interrupted:
+            return self.deferrals.interrupted_outcome(call.name)
+        refused = self._refusal(call.name)
+        if refused is not None:
+            return refused
+        mark = None
+        if resume_at is not None:
+            mark = self.deferrals.mark_performing(self.store, resume_at.request)
+        return await self.toolbox.dispatch(
+            call, gate=self.gate, resume_at=resume_at, before_invoke=mark
+        )
+
+    def _refusal(self, name: str) -> ToolOutcome | None:
+        """The in-band refusal of a call the run's role may not make, if it may not."""
+        if self.role is None:
+            return None
+        if self.composition is None:  # a step finished on resume: composed as it was then
+            self.composition = self.role.compose(self.messages)
+        said = self.composition.refusal(name, self.role.name)
+        return ToolOutcome(f"{name}: {said}", is_error=True) if said is not None else None
 
     def _journal(self, record: StepRecord, progress: StepProgress) -> None:
         """Commit the answer (its attempts and draws with it) before its calls spawn agents.
@@ -326,18 +368,7 @@ class Engine:
         calls = progress.assistant.tool_calls
         while len(progress.done) < len(calls):
             call = calls[len(progress.done)]
-            done: ToolOutcome | Deferral
-            if progress.finish_reason == "length" and isinstance(call.arguments, str):
-                done = ToolOutcome(_CUT_OFF_CALL, is_error=True)
-            elif resume_at is not None and resume_at.interrupted:
-                done = self.deferrals.interrupted_outcome(call.name)
-            else:
-                mark = None
-                if resume_at is not None:
-                    mark = self.deferrals.mark_performing(self.store, resume_at.request)
-                done = await self.toolbox.dispatch(
-                    call, gate=self.gate, resume_at=resume_at, before_invoke=mark
-                )
+            done = await self._call(call, progress, resume_at)
             if isinstance(done, Deferral):
                 if await self._children_paused(progress):
                     return RunOutcome.AWAITING_APPROVAL

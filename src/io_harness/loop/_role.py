@@ -1,0 +1,56 @@
+"""A run's role: its declared tools composed anew for every model call, and what it may call.
+
+A contract that names a role (``role = "NAME"``) runs under that role of the
+harness's roles file: the role's system prompt goes before the harness's,
+and every request's ``tools`` array is the composition of the harness's
+injected tools (procedure tools and the caller's), the role's declared tools
+with committed schemas, and the names the history already calls. Only the
+injected and elected tools may be called; any other name is refused in-band
+with the role's toolset named. A permitted call still passes the policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from io_harness._roles import Composition, Role, compose
+from io_harness.messages import Message, ToolSpec
+from io_harness.tools import RunTools
+
+__all__ = ["PROCEDURE_TOOLS", "RunRole"]
+
+PROCEDURE_TOOLS = ("read_skill", "remember", "forget", "spawn_agent")
+"""The harness's own procedure tools: injected for a role when the run has them."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunRole:
+    """The role a run works under, with what the harness injects for it."""
+
+    role: Role
+    workspace: Path
+    injected: tuple[ToolSpec, ...]
+
+    @classmethod
+    def of(cls, role: Role, workspace: Path, tools: RunTools) -> RunRole:
+        """``role`` over ``workspace``: its procedure tools first, then the caller's."""
+        procedures = [tools[name].spec for name in PROCEDURE_TOOLS if name in tools.names]
+        callers = [tools[n].spec for n in tools.names if tools.kind_of(n) == "caller"]
+        return cls(role, workspace, (*procedures, *callers))
+
+    @property
+    def name(self) -> str:
+        """The role's name."""
+        return self.role.name
+
+    def compose(self, history: Sequence[Message]) -> Composition:
+        """The tools array of a request whose messages are ``history``."""
+        return compose(self.role.tools, self.workspace, self.injected, history)
+
+    def system_prompt(self, harness_prompt: str) -> str:
+        """The role's system prompt, then the harness's (the task's subject and condition)."""
+        if not self.role.system_prompt:
+            return harness_prompt
+        return f"{self.role.system_prompt.strip()}\n\n{harness_prompt}"

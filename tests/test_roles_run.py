@@ -1,0 +1,134 @@
+"""A run under a role, end to end: its composed toolset per call, and the calls it may make."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from io_harness import (
+    ConfigError,
+    Harness,
+    Policy,
+    RunOutcome,
+    Store,
+    TaskContract,
+    WorkspaceFileContains,
+)
+from io_harness.testing import ScriptedProvider, call, reply
+from io_harness.tools import tool
+
+WRITE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "committed: where"},
+        "content": {"type": "string"},
+    },
+    "required": ["path", "content"],
+}
+
+
+@tool
+def stamp(label: str) -> str:
+    """Stamp a label."""
+    return f"stamped {label}"
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    root = tmp_path / "work"
+    (root / "descriptions" / "tools").mkdir(parents=True)
+    (root / "descriptions" / "skills").mkdir(parents=True)
+    (root / "descriptions" / "tools" / "write_file.json").write_text(json.dumps(WRITE_SCHEMA))
+    (root / "descriptions" / "tools" / "read_file.json").write_text('{"type": "object"}')
+    (root / "descriptions" / "skills" / "write_file.md").write_text(
+        "---\ndescription: Write a whole file (committed).\n---\nbody\n"
+    )
+    (tmp_path / "writer.md").write_text("You are the writer.\n")
+    (tmp_path / "roles.toml").write_text(
+        '[roles.writer]\nsystem_prompt = "writer.md"\n'
+        'tools = ["write_file", "read_file", "undescribed"]\n'
+    )
+    return root
+
+
+def contract(work: Path, role: str | None = "writer") -> TaskContract:
+    return TaskContract.workspace(
+        "write done.txt", work, WorkspaceFileContains("done.txt", "done"), role=role
+    )
+
+
+async def test_a_roles_calls_are_composed_from_its_files_and_limited_to_its_set(
+    work: Path,
+) -> None:
+    provider = ScriptedProvider(
+        [
+            reply("trying", [call("invented", x=1), call("stamp", label="a")]),
+            reply(
+                "again",
+                [call("invented", x=2), call("write_file", path="done.txt", content="done")],
+            ),
+        ]
+    )
+    store = Store.memory()
+    harness = Harness(provider, store=store, roles=work.parent / "roles.toml", tools=[stamp])
+
+    result = await harness.run(contract(work), run_id="r")
+
+    assert result.outcome is RunOutcome.SUCCESS
+    first, second = provider.requests
+    assert [t.name for t in first.tools] == ["stamp", "write_file", "read_file"]
+    written = first.tools[1]
+    assert written.parameters == WRITE_SCHEMA  # verbatim
+    assert written.description == "Write a whole file (committed)."
+    assert first.tools[2].description == ""
+    assert first.system.startswith("You are the writer.\n\nYou are an agent run by io-harness")
+    # The history names "invented": it is offered as a stand-in, but never permitted.
+    assert [t.name for t in second.tools] == ["stamp", "write_file", "read_file", "invented"]
+    assert second.tools[3].parameters == {"type": "object"}
+    calls = store.trace("r").tool_calls
+    refused = [c.result for c in calls if c.name == "invented"]
+    assert (
+        refused
+        == [
+            "invented: the role 'writer' may call only: stamp, write_file, read_file; "
+            "'invented' is not one of them"
+        ]
+        * 2
+    )
+    assert [c.result for c in calls if c.name == "stamp"] == ["stamped a"]
+
+
+async def test_a_permitted_call_still_passes_the_policy(work: Path) -> None:
+    provider = ScriptedProvider(
+        [
+            reply(calls=[call("write_file", path="secret.txt", content="x")]),
+            reply(calls=[call("write_file", path="done.txt", content="done")]),
+        ]
+    )
+    policy = Policy.default().layer("t").deny_write("secret.txt")
+    store = Store.memory()
+    harness = Harness(provider, store=store, policy=policy, roles=work.parent / "roles.toml")
+
+    result = await harness.run(contract(work), run_id="p")
+
+    assert result.outcome is RunOutcome.SUCCESS
+    assert "refused by the policy" in store.trace("p").tool_calls[0].result
+    assert not (work / "secret.txt").exists()
+
+
+async def test_a_role_needs_a_roles_file_and_a_known_name(work: Path) -> None:
+    provider = ScriptedProvider([])
+    with pytest.raises(ConfigError, match="has no roles file"):
+        await Harness(provider).run(contract(work))
+    with pytest.raises(ConfigError, match="no role is named 'critic'"):
+        await Harness(provider, roles=work.parent / "roles.toml").run(contract(work, "critic"))
+
+
+async def test_a_bad_committed_schema_is_a_config_error_naming_the_file(work: Path) -> None:
+    (work / "descriptions" / "tools" / "read_file.json").write_text("{not json")
+    harness = Harness(ScriptedProvider([]), roles=work.parent / "roles.toml")
+
+    with pytest.raises(ConfigError, match=r"read_file\.json"):
+        await harness.run(contract(work))
