@@ -309,7 +309,8 @@ async def test_a_version_3_store_opens_migrates_and_resumes(root: Path, tmp_path
 def _as_version_3(path: Path) -> None:
     """Take the file back to what version 3 wrote: nothing of versions 4 and later."""
     with contextlib.closing(sqlite3.connect(path)) as db:
-        for table in ("tree_events", "mcp_events", "memory_log", "memory", "sandbox_events"):
+        for table in ("compactions", "tree_events", "mcp_events", "memory_log", "memory",
+                      "sandbox_events"):  # fmt: skip
             db.execute(f"DROP TABLE {table}")
         for index in ("runs_by_spawn", "runs_by_root"):
             db.execute(f"DROP INDEX {index}")

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         run_sync,
     )
     from io_harness._mcp import McpEvent, McpServer
+    from io_harness._roles import Roles
     from io_harness.contract import (
         Budget,
         TaskContract,
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
         RunResult,
         SandboxChoice,
     )
+    from io_harness.loop._compaction import Compaction
     from io_harness.loop._tree import Containment
     from io_harness.messages import (
         CompletionRequest,
@@ -164,6 +166,7 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "io_harness._mcp": ("McpEvent", "McpServer"),
+    "io_harness._roles": ("Roles",),
     "io_harness._harness": (
         "Harness",
         "HarnessOptions",
@@ -194,6 +197,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "RunResult",
         "SandboxChoice",
     ),
+    "io_harness.loop._compaction": ("Compaction",),
     "io_harness.loop._tree": ("Containment",),
     "io_harness.messages": (
         "CompletionRequest",
@@ -321,6 +325,7 @@ __all__ = [
     "Budget",
     "CallbackApprover",
     "Command",
+    "Compaction",
     "CompletionRequest",
     "CompletionResponse",
     "ConfigError",
@@ -368,6 +373,7 @@ __all__ = [
     "ResumeError",
     "Retrying",
     "Role",
+    "Roles",
     "Rule",
     "RunEvent",
     "RunFinished",

@@ -17,6 +17,7 @@ from io_harness._roles import Role
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError
 from io_harness.loop import Engine, RunResult, RunSandbox, build_tools, memory_scope
+from io_harness.loop._compaction import Compaction
 from io_harness.loop._context import system_prompt, task_message
 from io_harness.loop._deferral import Resumption, stored_model
 from io_harness.loop._events import event_row, run_started
@@ -55,6 +56,9 @@ class AgentKit:
     memory: bool
     setup_json: str
     sessions: McpSessions | None
+    compaction: Compaction | None = None
+    window: int | None = None
+    """The model's context window, when compaction is on."""
     tree: Tree | None = None
 
     def tools(
@@ -150,6 +154,8 @@ class AgentKit:
             self.sessions if owns_sessions else None,
             node,
             self.run_role(contract, tools),
+            self.compaction,
+            self.window,
         )
 
     # -- the tree's driver ---------------------------------------------------------

@@ -46,6 +46,7 @@ from io_harness.loop import (
     mcp_sessions,
     server_sandbox,
 )
+from io_harness.loop._compaction import Compaction
 from io_harness.loop._deferral import Resumption, stored_model
 from io_harness.loop._outcome import RunOutcome
 from io_harness.loop._resuming import decision_for, stored_contract, stored_gate, stored_prices
@@ -81,6 +82,7 @@ class HarnessOptions(TypedDict, total=False):
     mcp: Sequence[McpServer] | None
     containment: Containment | None
     roles: Roles | str | Path | None
+    compaction: Compaction | None
 
 
 class Harness:
@@ -122,6 +124,9 @@ class Harness:
     - ``roles``: a roles file (or :class:`Roles`): a contract's ``role = "NAME"``
       runs under that role, its tools composed from the workspace's committed
       descriptions for every call (see ``docs/roles.md``).
+    - ``compaction``: a :class:`Compaction` compacts the model's view of a run
+      that nears its context window, never losing the task (see
+      ``docs/compaction.md``).
 
     An option of the wrong type, a bad tool or a skills folder that does not
     load is a :class:`ConfigError` raised here; what depends on a contract
@@ -145,6 +150,7 @@ class Harness:
         mcp: Sequence[McpServer] | None = None,
         containment: Containment | None = None,
         roles: Roles | str | Path | None = None,
+        compaction: Compaction | None = None,
     ) -> None:
         check_provider(provider)
         check_types(store=store, policy=policy, approver=approver, prices=prices)
@@ -183,6 +189,9 @@ class Harness:
         elif roles is not None and not isinstance(roles, Roles):
             raise ConfigError(f"roles must be a Roles or a roles file, not {type(roles).__name__}")
         self.roles = roles
+        if compaction is not None and not isinstance(compaction, Compaction):
+            raise ConfigError(f"compaction must be a Compaction, not {type(compaction).__name__}")
+        self.compaction = compaction
         if not isinstance(sandbox, SandboxConfig) and sandbox is not DEFAULT_SANDBOX:
             # NO_SANDBOX, or a Sandbox of the caller's: known now, not only at the run.
             check_sandboxes(self.mcp, ServerSandbox(choose_sandbox(sandbox).sandbox, Path()))
@@ -295,6 +304,26 @@ class Harness:
 
         return provider_from_spec(role.provider)
 
+    def _window(
+        self, role: Role | None, provider: Provider, prices: PriceTable | None
+    ) -> int | None:
+        """The model's context window, when compaction is on: the role's, the provider's or the
+        price table's, in that order; compaction without one is a ConfigError."""
+        if self.compaction is None:
+            return None
+        if role is not None and role.context_window is not None:
+            return role.context_window
+        said = getattr(provider, "context_window", None)
+        if isinstance(said, int) and said > 0:
+            return said
+        price = prices.price_for(provider.model) if prices is not None else None
+        if price is not None and price.context_window is not None:
+            return price.context_window
+        raise ConfigError(
+            f"compaction needs the context window of {provider.model!r}: give it in the roles "
+            "file (context_window), on the provider, or in the price table (context_window)"
+        )
+
     def _kit(
         self,
         provider: Provider,
@@ -319,6 +348,8 @@ class Harness:
             memory=setup.memory,
             setup_json=setup.model_dump_json(),
             sessions=sessions,
+            compaction=self.compaction,
+            window=self._window(role, provider, prices),
         )
 
     def _tree(

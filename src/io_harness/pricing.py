@@ -52,6 +52,8 @@ class Price(CheckedModel):
     output: Decimal = Field(ge=0)
     cache_read: Decimal | None = Field(None, ge=0)
     cache_write: Decimal | None = Field(None, ge=0)
+    context_window: int | None = Field(None, gt=0)
+    """Tokens the model takes in one request, for compaction (``None``: not said)."""
 
     @field_validator("input", "output", "cache_read", "cache_write", mode="before")
     @classmethod

@@ -83,9 +83,12 @@ class ScriptedProvider:
         *,
         name: str = "scripted",
         model: str = "scripted",
+        context_window: int | None = None,
     ) -> None:
         self.name = name
         self.model = model
+        self.context_window = context_window
+        """Tokens the model takes in one request, for compaction (``None``: unknown)."""
         self.requests: list[CompletionRequest] = []
         self._responder: Responder | None = None
         self._items: list[ScriptItem] = []

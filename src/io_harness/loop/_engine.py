@@ -17,6 +17,15 @@ from io_harness._roles import Composition
 from io_harness.contract import TaskContract
 from io_harness.errors import ProviderError, RefusedError
 from io_harness.loop._calls import ProviderCaller, Unanswered
+from io_harness.loop._compaction import (
+    Compaction,
+    Edit,
+    View,
+    apply_pass,
+    compactor_request,
+    estimate_tokens,
+    protected,
+)
 from io_harness.loop._context import failing_check_message
 from io_harness.loop._deferral import Deferrals, Resumption, stored_model
 from io_harness.loop._events import LIVE_EVENTS, emit, event_row, run_started
@@ -25,7 +34,14 @@ from io_harness.loop._progress import DoneCall, StepProgress
 from io_harness.loop._role import RunRole
 from io_harness.loop._sandboxing import RunSandbox, event_rows
 from io_harness.loop._tree import AgentNode
-from io_harness.messages import CompletionRequest, Message, ToolCall, ToolSpec
+from io_harness.messages import (
+    CompletionRequest,
+    CompletionResponse,
+    Message,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
 from io_harness.observe import (
     Observer,
     RunEvent,
@@ -43,6 +59,7 @@ from io_harness.providers import Provider
 from io_harness.store import Store
 from io_harness.store._records import (
     ApprovalRow,
+    CompactionRow,
     Finish,
     McpEventRow,
     StepRecord,
@@ -82,8 +99,17 @@ class Engine:
         mcp: McpSessions | None = None,
         node: AgentNode | None = None,
         role: RunRole | None = None,
+        compaction: Compaction | None = None,
+        window: int | None = None,
     ) -> None:
         self.gate = gate
+        self.compaction = compaction
+        self.window = window
+        """The model's context window in tokens, when compaction needs it."""
+        self.view = View(
+            Edit("summary" if c.kind == "summary" else "delete", c.step, c.message, c.text)
+            for c in stored.compactions
+        )
         self.role = role
         """The role the run works under: its tools composed per request, its calls limited."""
         self.composition: Composition | None = None
@@ -266,13 +292,20 @@ class Engine:
             self.toolbox = self.toolbox.with_kind("mcp", self.mcp.tools())
             self.tools = self.toolbox.specs
         request = self._request()
+        if self._past_share(request):
+            await self._compact(record, events)
+            request = self._request()
         if not self._can_afford(request):
             return RunOutcome.COST_BUDGET_EXCEEDED
-        answer = await self.caller.call(request, record, events)
-        self.cost_micros += record.cost_micros
-        self.unpriced_calls += record.unpriced_calls
-        if self.node is not None and record.attempts:
-            self.node.draw(sum(a.usage.total_tokens for a in record.attempts), record.cost_micros)
+        answer = await self._charged_call(request, record, events)
+        if _overflowed(answer) and self.compaction is not None:
+            # The provider says it does not fit: compact once, then try once more.
+            await self._compact(record, events)
+            answer = await self._charged_call(self._request(), record, events)
+            if _overflowed(answer):
+                assert isinstance(answer, Unanswered)
+                self.last_error = answer.error
+                return RunOutcome.CONTEXT_EXHAUSTED
         if isinstance(answer, Unanswered):
             self.last_error = answer.error
             return answer.outcome
@@ -291,8 +324,9 @@ class Engine:
         return await self._act(record, events, progress)
 
     def _request(self) -> CompletionRequest:
-        """The next model call: the conversation, and the tools (a role's composed anew)."""
-        messages = tuple(self.messages)
+        """The next model call: the conversation as the model sees it (its compacted view),
+        and the tools (a role's composed anew)."""
+        messages = tuple(self.view.apply(self.messages) if self.view.edits else self.messages)
         tools = self.tools
         if self.role is not None:
             self.composition = self.role.compose(messages)
@@ -333,6 +367,52 @@ class Engine:
         said = self.composition.refusal(name, self.role.name)
         return ToolOutcome(f"{name}: {said}", is_error=True) if said is not None else None
 
+    async def _charged_call(
+        self, request: CompletionRequest, record: StepRecord, events: list[RunEvent]
+    ) -> CompletionResponse | Unanswered:
+        """One model call (its attempts into ``record``), its spend counted and drawn."""
+        first = len(record.attempts)
+        answer = await self.caller.call(request, record, events)
+        made = record.attempts[first:]
+        cost = sum(a.cost_micros or 0 for a in made)
+        self.cost_micros += cost
+        self.unpriced_calls += sum(1 for a in made if a.unpriced)
+        if self.node is not None and made:
+            self.node.draw(sum(a.usage.total_tokens for a in made), cost)
+        return answer
+
+    def _past_share(self, request: CompletionRequest) -> bool:
+        """Whether ``request`` would pass the compaction's share of the context window."""
+        if self.compaction is None or self.window is None:
+            return False
+        return estimate_tokens(request) > self.compaction.at_share * self.window
+
+    async def _compact(self, record: StepRecord, events: list[RunEvent]) -> None:
+        """One compaction pass: the model marks and summarises; the checked edits join the view.
+
+        The edits are committed with the step (its answer's journal, or the
+        step itself), beside the transcript, which is never rewritten.
+        """
+        assert self.compaction is not None
+        guarded = protected(self.messages, self.view, self.compaction.keep_recent)
+        request = compactor_request(
+            self.provider.model,
+            self.contract.goal,
+            self.messages,
+            self.view,
+            guarded,
+            MAX_OUTPUT_TOKENS,
+        )
+        answer = await self._charged_call(request, record, events)
+        if isinstance(answer, Unanswered):
+            return  # the step's own call follows, and meets the same provider
+        record.extra_usage = record.extra_usage + answer.usage
+        self.usage = self.usage + answer.usage
+        edits, _ = apply_pass(answer.tool_calls, self.messages, self.view, guarded, record.step)
+        at = time.time()
+        record.compactions += [CompactionRow(e.kind, e.step, e.message, e.text, at) for e in edits]
+        self.view.add(edits)
+
     def _journal(self, record: StepRecord, progress: StepProgress) -> None:
         """Commit the answer (its attempts and draws with it) before its calls spawn agents.
 
@@ -347,10 +427,12 @@ class Engine:
             attempts=record.attempts,
             tree_events=self.node.take_rows(),
             journal_json=progress.model_dump_json(),
+            compactions=record.compactions,
+            extra_usage=record.extra_usage,
         )
         self.store.commit_step(self.run_id, entry)
         record.earlier_cost_micros += entry.cost_micros
-        record.attempts = []
+        record.attempts, record.compactions, record.extra_usage = [], [], Usage()
 
     async def _act(
         self,
@@ -551,6 +633,12 @@ class Engine:
 
     async def _emit(self, events: Sequence[RunEvent]) -> None:
         await emit(self.observer, events)
+
+
+def _overflowed(answer: CompletionResponse | Unanswered) -> bool:
+    """Whether a call failed because the prompt does not fit the context window."""
+    error = answer.error if isinstance(answer, Unanswered) else None
+    return error is not None and error.kind == "context_overflow"
 
 
 _NO_LATE_CHECK = (None, RunOutcome.SUCCESS, RunOutcome.AWAITING_APPROVAL)

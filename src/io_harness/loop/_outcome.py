@@ -28,6 +28,8 @@ class RunOutcome(enum.StrEnum):
     TOKEN_BUDGET_EXCEEDED = "token_budget_exceeded"
     COST_BUDGET_EXCEEDED = "cost_budget_exceeded"
     PROVIDER_FAILED = "provider_failed"
+    CONTEXT_EXHAUSTED = "context_exhausted"
+    """The conversation does not fit the model's context window, even compacted."""
     AWAITING_APPROVAL = "awaiting_approval"
     """Not an end: an approver deferred an act; ``resume`` with a decision continues."""
 

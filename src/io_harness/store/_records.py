@@ -14,6 +14,7 @@ from io_harness.messages import Message, Usage
 
 __all__ = [
     "ApprovalRow",
+    "CompactionRow",
     "EventRow",
     "Finish",
     "McpEventRow",
@@ -42,6 +43,17 @@ class TreePlace:
     spawn_call: str | None = None
     tree_json: str | None = None
     """The root's Containment JSON; a child's spawn settings (its isolated copy, say)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionRow:
+    """One edit of a run's view: a ``summary`` (its text) or a ``delete`` of a message (its seq)."""
+
+    kind: str
+    step: int
+    message: int | None = None
+    text: str | None = None
+    at: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +266,11 @@ class StepRecord:
     """What the run did as an agent of a tree: refused spawns, draws on the ledger."""
     journal_json: str | None = None
     """The step's answer, stored before its calls run (a record that is not yet the step)."""
+    compactions: list[CompactionRow] = field(default_factory=list)
+    """The edits a compaction pass before this step's model call made."""
+    extra_usage: Usage = field(default_factory=Usage)
+    """Tokens of calls that are not the step's answer (a compaction pass): the run's totals
+    count them, the step's row does not."""
 
     @property
     def cost_micros(self) -> int:
@@ -314,6 +331,8 @@ class StoredRun:
     """Where the run sits in a sub-agent tree; ``None``: in none."""
     journal_json: str | None = None
     """The answer of the step in flight, stored before its calls ran; ``None``: none."""
+    compactions: tuple[CompactionRow, ...] = ()
+    """The edits of the run's view, in order."""
 
 
 class RunSummary(BaseModel):

@@ -253,7 +253,22 @@ CREATE TABLE tree_events (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
+_V8 = """
+-- Compaction: the edits that make the model's view of a long run. The transcript is never
+-- rewritten; the view is the messages less the deleted ones, with the summaries added.
+CREATE TABLE compactions (
+    run_id  TEXT NOT NULL REFERENCES runs (id),
+    seq     INTEGER NOT NULL,                    -- order within the run
+    step    INTEGER NOT NULL,                    -- the step the pass ran before
+    kind    TEXT NOT NULL,                       -- summary | delete
+    message INTEGER,                             -- delete: the message's seq
+    text    TEXT,                                -- summary: its text
+    at      REAL NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
 """``MIGRATIONS[n]`` takes a store from version ``n`` to ``n + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

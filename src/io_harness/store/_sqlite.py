@@ -35,6 +35,7 @@ from io_harness.store._memory_sql import (
 )
 from io_harness.store._records import (
     ApprovalRow,
+    CompactionRow,
     McpEventRow,
     NewRun,
     RunSummary,
@@ -54,6 +55,7 @@ from io_harness.store._step_sql import (
 )
 from io_harness.store._trace import (
     ApprovalTrace,
+    CompactionTrace,
     EventTrace,
     McpEventTrace,
     MemoryTrace,
@@ -346,6 +348,14 @@ class SqliteStore(Store):
             setup_json=row["setup"],
             tree=_place(row),
             journal_json=row["journal"],
+            compactions=tuple(
+                CompactionRow(kind, step, message, text, at)
+                for kind, step, message, text, at in self._read(
+                    "SELECT kind, step, message, text, at FROM compactions WHERE run_id = ?"
+                    " ORDER BY seq",
+                    (run_id,),
+                )
+            ),
         )
 
     def child_run(self, parent_id: str, spawn_call: str) -> str | None:
@@ -443,6 +453,7 @@ class SqliteStore(Store):
             sandbox_events=self._records(run_id, SandboxEventTrace, "sandbox_events", "seq"),
             mcp_events=self._records(run_id, McpEventTrace, "mcp_events", "seq"),
             tree_events=self._records(run_id, TreeEventTrace, "tree_events", "seq"),
+            compactions=self._records(run_id, CompactionTrace, "compactions", "seq"),
             sandbox=SandboxChoiceTrace.from_json(row["sandbox"]),
             memory=self.memory_log(run_id),
         )

@@ -115,6 +115,7 @@ def write_step(db: sqlite3.Connection, run_id: str, record: StepRecord) -> None:
     insert_sandbox_events(db, run_id, record.step, record.sandbox_events)
     insert_mcp_events(db, run_id, record.step, record.mcp_events)
     insert_tree_events(db, run_id, record.step, record.tree_events)
+    _insert_compactions(db, run_id, record)
     write_approvals(db, run_id, record)
     if record.journal_json is not None:
         db.execute("UPDATE runs SET journal = ? WHERE id = ?", (record.journal_json, run_id))
@@ -245,6 +246,30 @@ def insert_mcp_events(
             for seq, e in enumerate(rows, start=last + 1)
         ],
     )
+
+
+def _insert_compactions(db: sqlite3.Connection, run_id: str, record: StepRecord) -> None:
+    if record.compactions:
+        (last,) = db.execute(
+            "SELECT coalesce(max(seq), 0) FROM compactions WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        db.executemany(
+            "INSERT INTO compactions (run_id, seq, step, kind, message, text, at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (run_id, seq, c.step, c.kind, c.message, c.text, c.at)
+                for seq, c in enumerate(record.compactions, start=last + 1)
+            ],
+        )
+    extra = usage_values(record.extra_usage)
+    if any(extra):
+        db.execute(
+            "UPDATE runs SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,"
+            " cache_read_tokens = cache_read_tokens + ?,"
+            " cache_write_tokens = cache_write_tokens + ?,"
+            " reasoning_tokens = reasoning_tokens + ? WHERE id = ?",
+            (*extra, run_id),
+        )
 
 
 def insert_tree_events(

@@ -285,6 +285,21 @@ class McpEventTrace(TraceRecord):
         return _json(value)
 
 
+class CompactionTrace(TraceRecord):
+    """One edit of the run's view by a compaction pass (``compactions``)."""
+
+    seq: int
+    step: int
+    """The step the pass ran before."""
+    kind: str
+    """``summary`` or ``delete``."""
+    message: int | None
+    """The deleted message's position in the conversation, from 1."""
+    text: str | None
+    """The summary."""
+    at: float
+
+
 class TreeEventTrace(TraceRecord):
     """One thing the run did as an agent of a tree (``tree_events``)."""
 
@@ -397,6 +412,8 @@ class Trace(BaseModel):
     """What the run's MCP servers did: start, handshake, list, call, restart, close."""
     tree_events: tuple[TreeEventTrace, ...] = ()
     """What the run did as an agent of a tree: spawns, refused spawns, draws on the ledger."""
+    compactions: tuple[CompactionTrace, ...] = ()
+    """The edits compaction passes made to the model's view (the messages are all kept)."""
 
 
 def _usage(row: StepTrace | ProviderCallTrace) -> Usage:
