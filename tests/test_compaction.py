@@ -253,3 +253,23 @@ def test_a_pass_cut_short_by_sigkill_is_made_once_after_the_resume(tmp_path: Pat
 
 def test_an_edit_is_plain_data() -> None:
     assert Edit("delete", 3, message=4) == Edit("delete", 3, 4, None)
+
+
+async def test_a_roles_compaction_and_window_are_its_own(tmp_path: Path) -> None:
+    root = workspace(tmp_path)
+    (tmp_path / "roles.toml").write_text(
+        '[roles.reader]\ntools = ["read_file", "write_file"]\ncontext_window = 3000\n'
+        "[roles.reader.compaction]\nkeep_recent = 2\n"
+    )
+    for name in ("read_file", "write_file"):
+        schema = root / "descriptions" / "tools" / f"{name}.json"
+        schema.parent.mkdir(parents=True, exist_ok=True)
+        schema.write_text('{"type": "object"}')
+    provider = ScriptedProvider(respond)  # no window of its own: the role's is used
+    harness = Harness(provider, roles=tmp_path / "roles.toml")
+    role_contract = contract(root).model_copy(update={"role": "reader"})
+
+    result = await harness.run(role_contract)
+
+    assert result.outcome is RunOutcome.SUCCESS
+    assert any(is_compactor(r) for r in provider.requests)

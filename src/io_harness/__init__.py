@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from io_harness._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from io_harness._compaction import Compaction
     from io_harness._harness import (
         Harness,
         HarnessOptions,
@@ -56,7 +57,6 @@ if TYPE_CHECKING:
         RunResult,
         SandboxChoice,
     )
-    from io_harness.loop._compaction import Compaction
     from io_harness.loop._tree import Containment
     from io_harness.messages import (
         CompletionRequest,
@@ -197,7 +197,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "RunResult",
         "SandboxChoice",
     ),
-    "io_harness.loop._compaction": ("Compaction",),
+    "io_harness._compaction": ("Compaction",),
     "io_harness.loop._tree": ("Containment",),
     "io_harness.messages": (
         "CompletionRequest",

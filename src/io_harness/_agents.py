@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from io_harness._compaction import Compaction
 from io_harness._mcp import McpSessions
 from io_harness._roles import Role
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError
 from io_harness.loop import Engine, RunResult, RunSandbox, build_tools, memory_scope
-from io_harness.loop._compaction import Compaction
 from io_harness.loop._context import system_prompt, task_message
 from io_harness.loop._deferral import Resumption, stored_model
 from io_harness.loop._events import event_row, run_started

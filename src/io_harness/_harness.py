@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TypedDict, Unpack
 
 from io_harness._agents import AgentKit
+from io_harness._compaction import Compaction
 from io_harness._mcp import McpServer, McpSessions, ServerSandbox, check_servers
 from io_harness._mcp._session import check_sandboxes
 from io_harness._net import RunNet, checking
@@ -46,7 +47,6 @@ from io_harness.loop import (
     mcp_sessions,
     server_sandbox,
 )
-from io_harness.loop._compaction import Compaction
 from io_harness.loop._deferral import Resumption, stored_model
 from io_harness.loop._outcome import RunOutcome
 from io_harness.loop._resuming import decision_for, stored_contract, stored_gate, stored_prices
@@ -304,12 +304,18 @@ class Harness:
 
         return provider_from_spec(role.provider)
 
+    def _compaction(self, role: Role | None) -> Compaction | None:
+        """The role's compaction setting when it has one; this harness's otherwise."""
+        if role is not None and role.compaction is not None:
+            return role.compaction
+        return self.compaction
+
     def _window(
         self, role: Role | None, provider: Provider, prices: PriceTable | None
     ) -> int | None:
         """The model's context window, when compaction is on: the role's, the provider's or the
         price table's, in that order; compaction without one is a ConfigError."""
-        if self.compaction is None:
+        if self._compaction(role) is None:
             return None
         if role is not None and role.context_window is not None:
             return role.context_window
@@ -348,7 +354,7 @@ class Harness:
             memory=setup.memory,
             setup_json=setup.model_dump_json(),
             sessions=sessions,
-            compaction=self.compaction,
+            compaction=self._compaction(role),
             window=self._window(role, provider, prices),
         )
 

@@ -24,6 +24,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, ConfigDict, Field, ValidationError, field_validator
 
+from io_harness._compaction import Compaction
 from io_harness._validation import CheckedModel, loading, read_config_text, read_toml
 from io_harness.errors import ConfigError
 from io_harness.providers._presets import SPEC_FORMS
@@ -31,7 +32,7 @@ from io_harness.tools._names import TOOL_NAME
 
 __all__ = ["ROLE_KEYS", "Role", "Roles", "name_problem"]
 
-ROLE_KEYS = ("provider", "system_prompt", "tools", "context_window")
+ROLE_KEYS = ("provider", "system_prompt", "tools", "context_window", "compaction")
 """The keys a ``[roles.NAME]`` table may hold."""
 
 # The kinds before the ':' of each form ("anthropic[:MODEL]" -> "anthropic"), so the list
@@ -74,6 +75,9 @@ class Role(CheckedModel):
     tools: tuple[Annotated[str, Field(strict=True), AfterValidator(_tool_name)], ...] = ()
     context_window: int | None = Field(None, gt=0, strict=True)
     """The model's context window in tokens, when the role knows it better than the harness."""
+    compaction: Compaction | None = None
+    """How a run of this role is compacted (a ``[roles.NAME.compaction]`` table), over the
+    harness's setting."""
     system_prompt_file: Path | None = None
 
     @field_validator("name")

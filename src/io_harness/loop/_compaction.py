@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from io_harness._compaction import Compaction
 from io_harness._validation import CheckedModel
 from io_harness.messages import (
     CompletionRequest,
@@ -50,22 +51,6 @@ _CHARS_PER_TOKEN = 4
 _SHOWN_CHARS = 1500
 """How much of one message the compactor is shown (its start and end)."""
 SUMMARY_HEADING = "[Summary of earlier steps, written when the conversation was compacted]"
-
-
-class Compaction(CheckedModel):
-    """When and how a run's conversation is compacted.
-
-    When the next request would pass ``at_share`` of the model's context
-    window, a compaction pass runs first. The last ``keep_recent`` messages
-    are never deleted. The window comes from the role, the provider
-    (``context_window``) or the price table; compaction without a known
-    window is a :class:`~io_harness.ConfigError`.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    at_share: float = Field(0.8, gt=0, le=1)
-    keep_recent: int = Field(8, ge=0)
 
 
 @dataclass(frozen=True, slots=True)
