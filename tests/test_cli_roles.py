@@ -70,7 +70,7 @@ def test_check_prints_each_roles_toolset_with_sources_and_files(
         "    read_file  elected  descriptions/tools/read_file.json  "
         "descriptions/skills/read_file.md",
     ]
-    assert out.count("Harness(roles=...) reports") == 1
+    assert out.count("refused in-band") == 1
     assert "answer elected names" in out
 
 

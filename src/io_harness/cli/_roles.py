@@ -19,6 +19,7 @@ from rich.console import Console
 
 from io_harness._roles import SCHEMAS_DIR, ComposedTool, Role, Roles, compose
 from io_harness.cli._text import escape
+from io_harness.tools._names import BUILTIN_TOOL_NAMES
 
 __all__ = ["RUN_TIME_NOTE", "cmd_roles_check", "role_lines"]
 
@@ -26,7 +27,8 @@ ROLES_FILE = "roles.toml"
 """The roles file ``ioh roles check`` reads when ``--roles`` is not given."""
 RUN_TIME_NOTE = (
     "At run time the built-in tools, the caller's tools and MCP tools answer elected "
-    "names; Harness(roles=...) reports an elected name that nothing answers."
+    "names; a name marked (not built in) needs a caller's or MCP tool of that name, and "
+    "a call to a name nothing answers is refused in-band."
 )
 """Said once: what this command cannot know, and who checks it."""
 HARNESS_PROVIDER = "the harness's"
@@ -87,7 +89,11 @@ def _tool(tool: ComposedTool, workspace: Path) -> str:
     description = (
         _shown(tool.description_file, workspace) if tool.description_file else "no description"
     )
-    return f"{escape(tool.spec.name)}  {tool.source}  {escape(schema)}  {escape(description)}"
+    answered = "" if tool.spec.name in BUILTIN_TOOL_NAMES else "  (not built in)"
+    return (
+        f"{escape(tool.spec.name)}  {tool.source}  {escape(schema)}  {escape(description)}"
+        f"{answered}"
+    )
 
 
 def _shown(path: Path, workspace: Path) -> str:
