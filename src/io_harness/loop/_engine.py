@@ -1,9 +1,12 @@
 """The step loop. Running and resuming are one path: it always starts from stored state.
 
-One step, as data: check the budgets → assemble the request → call the
-provider (with retries) → dispatch each tool call → check the criterion when
-a file changed or the turn ended → commit everything the step produced in one
-transaction → hand its events to the observer.
+One step, as data: check the budgets → assemble the request (the compacted
+view of the conversation, a role's composed tools) → compact first when it
+would pass its share of the context window → call the provider (with
+retries) → dispatch each tool call (a sub-agent's spawn starts it; the turn
+waits for its children) → check the criterion when a file changed or the
+turn ended → commit everything the step produced in one transaction → hand
+its events to the observer.
 """
 
 from __future__ import annotations
@@ -326,7 +329,7 @@ class Engine:
     def _request(self) -> CompletionRequest:
         """The next model call: the conversation as the model sees it (its compacted view),
         and the tools (a role's composed anew)."""
-        messages = tuple(self.view.apply(self.messages) if self.view.edits else self.messages)
+        messages = self._viewed()
         tools = self.tools
         if self.role is not None:
             self.composition = self.role.compose(messages)
@@ -339,6 +342,10 @@ class Engine:
             max_tokens=MAX_OUTPUT_TOKENS,
             temperature=None,
         )
+
+    def _viewed(self) -> tuple[Message, ...]:
+        """The conversation as the model is sent it: the transcript under the run's edits."""
+        return tuple(self.view.apply(self.messages) if self.view.edits else self.messages)
 
     async def _call(
         self, call: ToolCall, progress: StepProgress, resume_at: ResumePoint | None
@@ -363,7 +370,7 @@ class Engine:
         if self.role is None:
             return None
         if self.composition is None:  # a step finished on resume: composed as it was then
-            self.composition = self.role.compose(self.messages)
+            self.composition = self.role.compose(self._viewed())
         said = self.composition.refusal(name, self.role.name)
         return ToolOutcome(f"{name}: {said}", is_error=True) if said is not None else None
 
