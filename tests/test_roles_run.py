@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,38 @@ async def test_a_bad_committed_schema_is_a_config_error_naming_the_file(work: Pa
 
     with pytest.raises(ConfigError, match=r"read_file\.json"):
         await harness.run(contract(work))
+
+
+def test_ioh_run_reads_the_roles_file_beside_a_contract_and_keeps_it_for_resume(
+    work: Path, tmp_path: Path
+) -> None:
+    from io_harness.cli import main
+    from io_harness.providers import Record
+
+    cassette = tmp_path / "model.jsonl"
+    answers = ScriptedProvider(
+        [
+            reply("stamping", [call("invented")]),
+            reply(calls=[call("write_file", path="done.txt", content="done")]),
+        ]
+    )
+    recording = tmp_path / "recording"
+    shutil.copytree(work / "descriptions", recording / "work" / "descriptions")
+    recorded = Harness(Record(answers, cassette), roles=tmp_path / "roles.toml").run_sync(
+        contract(recording / "work")
+    )
+    assert recorded.outcome is RunOutcome.SUCCESS
+    toml = tmp_path / "contract.toml"
+    toml.write_text(
+        'goal = "write done.txt"\nroot = "work"\nrole = "writer"\n'
+        '[verify]\nkind = "workspace_file_contains"\nfile = "done.txt"\nneedle = "done"\n'
+    )
+    store = ["--store", str(tmp_path / "runs.db")]
+
+    assert main(["run", str(toml), *store, "--provider", f"replay:{cassette}"]) == 0
+    assert (work / "done.txt").read_text() == "done"
+    with Store.open(tmp_path / "runs.db") as opened:
+        run = opened.runs()[0]
+        refused = opened.trace(run.id).tool_calls[0].result
+    assert "the role 'writer' may call only: write_file, read_file" in refused
+    assert run.labels["ioh.roles"] == str((tmp_path / "roles.toml").absolute())

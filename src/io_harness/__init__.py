@@ -124,6 +124,7 @@ if TYPE_CHECKING:
     )
     from io_harness.store import (
         ApprovalTrace,
+        CompactionTrace,
         EventTrace,
         McpEventTrace,
         MemoryAuthor,
@@ -266,6 +267,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "io_harness.store": (
         "ApprovalTrace",
+        "CompactionTrace",
         "EventTrace",
         "MemoryAuthor",
         "MemoryEntry",

@@ -131,6 +131,13 @@ def _parser() -> argparse.ArgumentParser:
     _with_approver(sub)
     sub.add_argument("--run-id", help="name the run (default: generated)")
     sub.add_argument(
+        "--roles",
+        type=Path,
+        metavar="FILE",
+        help="the roles file of a contract that names a role (default: roles.toml beside "
+        "the contract); its role's provider answers instead of --provider when it names one",
+    )
+    sub.add_argument(
         "--memory",
         action="store_true",
         help="let the agent remember notes for later runs in the same workspace (ioh memory)",
@@ -182,9 +189,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("--limit", type=int, default=20, help="how many (default: 20)")
     sub.set_defaults(handler="_commands:cmd_runs")
 
-    sub = _with_store(commands.add_parser("show", help="show one run's trace"))
-    sub.add_argument("run_id")
-    sub.set_defaults(handler="_commands:cmd_show")
+    _add_show_command(commands)
 
     sub = _with_store(
         commands.add_parser("tree", help="draw the sub-agent tree a run belongs to, from its root")
@@ -208,6 +213,20 @@ def _parser() -> argparse.ArgumentParser:
     _with_provider(sub, required=False)
     sub.set_defaults(handler="_commands:cmd_demo")
     return parser
+
+
+def _add_show_command(commands: Any) -> None:
+    """``ioh show RUN_ID [--view transcript|model]``."""
+    sub = _with_store(commands.add_parser("show", help="show one run's trace"))
+    sub.add_argument("run_id")
+    sub.add_argument(
+        "--view",
+        choices=("transcript", "model"),
+        default="transcript",
+        help="transcript: the run step by step, what compaction left out of the model's "
+        "view marked (the default); model: the messages the model is sent at the run's end",
+    )
+    sub.set_defaults(handler="_commands:cmd_show")
 
 
 def _add_permission_commands(commands: Any) -> None:

@@ -24,8 +24,11 @@ from io_harness.cli._launch import (
     mcp_label,
     prices_for,
     replay_label,
+    roles_for,
+    roles_label,
     stored_mcp,
     stored_provider,
+    stored_roles,
 )
 from io_harness.cli._permissions import (
     PausedStatus,
@@ -91,7 +94,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     if sandbox is DEFAULT_SANDBOX:
         sandbox = sandbox_config(args.contract) or DEFAULT_SANDBOX
     servers = mcp_servers(args.contract)
-    labels = launch_labels(args) | mcp_label(args.contract, servers)
+    roles = roles_for(args.contract, contract.role, args.roles)
+    labels = launch_labels(args) | mcp_label(args.contract, servers) | roles_label(roles)
     with Store.open(args.store) as store:
         result = _drive(
             console,
@@ -105,6 +109,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
                 sandbox=sandbox,
                 memory=args.memory,
                 mcp=servers,
+                roles=roles,
             ).run(contract, run_id=args.run_id, labels=labels),
             approver,
         )
@@ -158,6 +163,7 @@ def _resume(
             policy=policy,
             sandbox=sandbox,
             mcp=stored_mcp(store, args.run_id),
+            roles=stored_roles(store, args.run_id),
         ).resume(args.run_id, replace_policy=replace_policy),
         approver,
     )
@@ -230,8 +236,13 @@ def cmd_runs(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_show(args: argparse.Namespace, console: Console) -> int:
+    """``ioh show RUN_ID [--view model]``: one run's trace, or the messages its model is sent.
+
+    At a terminal, lines wrap to its width; piped, each line is whole.
+    """
     with _existing_store(args.store) as store:
-        console.print(render_trace(store.trace(args.run_id)))
+        trace = store.trace(args.run_id)
+    console.print(render_trace(trace, args.view), soft_wrap=not console.is_terminal)
     return 0
 
 

@@ -1,8 +1,8 @@
 """What a command runs with: the provider given, or the one a run was started with.
 
-``ioh run`` stores its ``--provider`` specs as a label of the run (and every
-run stores its prices), so ``ioh resume``, ``approve`` and ``deny`` need no
-flags to go on.
+``ioh run`` stores its ``--provider`` specs as a label of the run, and the
+contract file of its MCP servers and its roles file (every run stores its
+prices), so ``ioh resume``, ``approve`` and ``deny`` need no flags to go on.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 
 from io_harness._contract_toml import mcp_servers
 from io_harness._mcp import McpServer
+from io_harness._roles import Roles
 from io_harness.errors import ConfigError
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
@@ -23,18 +24,48 @@ from io_harness.store import Store
 __all__ = [
     "MCP_LABEL",
     "PROVIDER_LABEL",
+    "ROLES_LABEL",
     "launch_labels",
     "mcp_label",
     "prices_for",
     "replay_label",
+    "roles_for",
+    "roles_label",
     "stored_mcp",
     "stored_provider",
+    "stored_roles",
 ]
 
 MCP_LABEL = "ioh.mcp"
 """The label that keeps the contract file whose ``[[mcp]]`` servers a run was started with."""
 PROVIDER_LABEL = "ioh.provider"
 """The label that keeps the provider specs a run was started with (a JSON list)."""
+ROLES_LABEL = "ioh.roles"
+"""The label that keeps the roles file a run's contract's role was read from."""
+ROLES_FILE = "roles.toml"
+"""The roles file ``ioh run`` reads beside a contract that names a role, unless told."""
+
+
+def roles_for(contract_path: Path, role: str | None, given: Path | None) -> Roles | None:
+    """The roles file of a contract that names a role: ``--roles``, else beside the contract."""
+    if role is None:
+        if given is not None:
+            raise ConfigError(f'--roles: {contract_path} names no role (role = "NAME")')
+        return None
+    return Roles.from_toml(given if given is not None else contract_path.parent / ROLES_FILE)
+
+
+def roles_label(roles: Roles | None) -> dict[str, str]:
+    """What ``ioh run`` stores so a resume reads the same roles file again."""
+    if roles is None or roles.source is None:
+        return {}
+    return {ROLES_LABEL: str(roles.source.absolute())}
+
+
+def stored_roles(store: Store, run_id: str) -> Roles | None:
+    """The roles file a run was started with by ``ioh run``, read again."""
+    path = store.load_run(run_id).labels.get(ROLES_LABEL)
+    return Roles.from_toml(path) if path is not None else None
 
 
 def prices_for(args: argparse.Namespace) -> PriceTable | None:

@@ -6,7 +6,7 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.status import Status
@@ -15,6 +15,8 @@ from rich.text import Text
 from io_harness.cli._sandbox import cap_lines, sandbox_counts, sandbox_line
 from io_harness.cli._text import escape, shown
 from io_harness.loop import RunResult
+from io_harness.loop._compaction import Edit, View
+from io_harness.messages import Message, TextBlock, ThinkingBlock, ToolCall, ToolResult
 from io_harness.observe import (
     AwaitingApproval,
     Retrying,
@@ -27,6 +29,7 @@ from io_harness.observe import (
 )
 from io_harness.pricing import format_money
 from io_harness.store import (
+    CompactionTrace,
     MemoryTrace,
     PermissionTrace,
     ProviderCallTrace,
@@ -38,7 +41,10 @@ from io_harness.store import (
     VerificationTrace,
 )
 
-__all__ = ["LiveReport", "render_result", "render_runs", "render_trace"]
+__all__ = ["LiveReport", "ShowView", "render_result", "render_runs", "render_trace"]
+
+ShowView = Literal["transcript", "model"]
+"""What ``ioh show`` prints: the run step by step, or the messages the model is sent."""
 
 _SHOWN = 100
 
@@ -156,12 +162,20 @@ def _arguments(raw: str) -> str:
     return str(value)
 
 
-def render_trace(trace: Trace) -> RenderableType:
-    """The report ``ioh show`` prints: each step's calls, checks and draws, then the outcome."""
+def render_trace(trace: Trace, view: ShowView = "transcript") -> RenderableType:
+    """The report ``ioh show`` prints: each step's calls, checks and draws, then the outcome.
+
+    A compacted run's report says how many passes ran; each step whose messages
+    a pass left out of the model's view is marked, and each pass is shown, with
+    its summary, in the step it ran before. ``view="model"`` prints instead the
+    messages the model is sent at the run's end: those left out are missing, and
+    the summaries follow the task in the first.
+    """
     run = trace.run
     parts: list[RenderableType] = []
     elapsed = (run.finished_at or time.time()) - run.started_at
     state = _outcome_style(run.outcome, run.status)
+    passes = _passes(trace.compactions)
     parts.append(
         Text.from_markup(
             f"[bold]{escape(run.id)}[/]  {state}  {run.steps} steps  "
@@ -171,43 +185,67 @@ def render_trace(trace: Trace) -> RenderableType:
             f"{sandbox_line(trace)}"
         )
     )
+    if view == "model":
+        parts.extend(_model_view(trace, len(passes)))
+        return Group(*parts)
+    if passes:
+        parts.append(
+            Text.from_markup(
+                f"compaction: {_count(len(passes), 'pass', 'passes')}; "
+                "[bold]--view model[/] shows what the model was sent"
+            )
+        )
     texts = dict(_assistant_texts(trace))
-    for step, rows in sorted(_by_step(trace).items()):
-        lines = [_step_heading(step, rows.steps)]
+    left_out = _left_out(trace.messages, passes)
+    by_step = _by_step(trace)
+    for step in sorted(by_step.keys() | left_out.keys() | {one.step for one in passes}):
+        rows = by_step.get(step, _StepRows())
+        here = [one for one in passes if one.step == step]
+        lines = [_step_heading(step, rows.steps), *left_out.get(step, [])]
+        lines.extend(line for one in here for line in _pass_lines(one))
         if texts.get(step):
             lines.append(f"  [dim]model:[/] {_one_line(texts[step])}")
-        for attempt in rows.provider_calls:
-            if attempt.error_kind:
-                lines.append(
-                    f"  [red]provider attempt {attempt.attempt} failed:[/] "
-                    f"{escape(attempt.provider)}: {escape(attempt.error_kind)}: "
-                    f"{_one_line(attempt.error_message or '')}"
-                )
-            else:
-                lines.append(f"  [dim]answered by {_answer_line(attempt)}[/]")
-        lines.extend(_permission_lines(rows.permissions))
-        for call in rows.tool_calls:
-            mark = "[red]error[/]" if call.is_error else "[green]ok[/]"
-            kind = "" if call.kind == "builtin" else f"[dim]{escape(call.kind)}[/] "
-            lines.append(
-                f"  {mark} {kind}{escape(call.name)}({escape(_arguments(call.arguments))}) "
-                f"-> {_one_line(call.result, 70)}"
-            )
-        for change in rows.memory:
-            value = (
-                f" = {_one_line(change.value, 50)}" if change.op == "set" and change.value else ""
-            )
-            lines.append(f"  [dim]memory {escape(change.op)}[/] {escape(change.key)}{value}")
-        for check in rows.verifications:
-            verdict = "[green]PASS[/]" if check.passed else "[red]FAIL[/]"
-            trigger = check.trigger.replace("_", " ")
-            lines.append(f"  check ({escape(trigger)}): {verdict} {escape(check.summary)}")
-        lines.extend(cap_lines(rows.sandbox_events))
+        lines.extend(_row_lines(rows, here))
         parts.append(Text.from_markup("\n".join(lines)))
     if trace.sandbox_events:
         parts.append(Text.from_markup(sandbox_counts(trace.sandbox_events)))
     parts.append(Text.from_markup(f"outcome: {state}"))
     return Group(*parts)
+
+
+def _row_lines(rows: _StepRows, passes: Sequence[_Pass]) -> list[str]:
+    """A step's rows: its model calls (a compaction pass's said so), the gate's decisions,
+    its tool calls, memory changes, checks and cap hits."""
+    lines: list[str] = []
+    answered_passes = _pass_attempts(rows.provider_calls, passes)
+    for index, attempt in enumerate(rows.provider_calls):
+        if attempt.error_kind:
+            lines.append(
+                f"  [red]provider attempt {attempt.attempt} failed:[/] "
+                f"{escape(attempt.provider)}: {escape(attempt.error_kind)}: "
+                f"{_one_line(attempt.error_message or '')}"
+            )
+        elif index in answered_passes:
+            lines.append(f"  [dim]compaction pass answered by {_answer_line(attempt)}[/]")
+        else:
+            lines.append(f"  [dim]answered by {_answer_line(attempt)}[/]")
+    lines.extend(_permission_lines(rows.permissions))
+    for call in rows.tool_calls:
+        mark = "[red]error[/]" if call.is_error else "[green]ok[/]"
+        kind = "" if call.kind == "builtin" else f"[dim]{escape(call.kind)}[/] "
+        lines.append(
+            f"  {mark} {kind}{escape(call.name)}({escape(_arguments(call.arguments))}) "
+            f"-> {_one_line(call.result, 70)}"
+        )
+    for change in rows.memory:
+        value = f" = {_one_line(change.value, 50)}" if change.op == "set" and change.value else ""
+        lines.append(f"  [dim]memory {escape(change.op)}[/] {escape(change.key)}{value}")
+    for check in rows.verifications:
+        verdict = "[green]PASS[/]" if check.passed else "[red]FAIL[/]"
+        trigger = check.trigger.replace("_", " ")
+        lines.append(f"  check ({escape(trigger)}): {verdict} {escape(check.summary)}")
+    lines.extend(cap_lines(rows.sandbox_events))
+    return lines
 
 
 @dataclass
@@ -244,6 +282,180 @@ def _by_step(trace: Trace) -> dict[int, _StepRows]:
     for change in trace.memory:
         rows(change.step or 0).memory.append(change)
     return steps
+
+
+# -- compaction ------------------------------------------------------------------------
+
+
+@dataclass
+class _Pass:
+    """One compaction pass, from its rows: a pass's edits are stored together, at one time."""
+
+    step: int
+    """The step it ran before."""
+    at: float
+    summaries: list[str] = field(default_factory=list)
+    deleted: list[int] = field(default_factory=list)
+    """The positions (from 1) of the messages it left out of the model's view."""
+
+
+def _passes(edits: Sequence[CompactionTrace]) -> list[_Pass]:
+    passes: dict[tuple[int, float], _Pass] = {}
+    for edit in edits:
+        one = passes.setdefault((edit.step, edit.at), _Pass(edit.step, edit.at))
+        if edit.kind == "summary" and edit.text:
+            one.summaries.append(edit.text)
+        elif edit.kind == "delete" and edit.message is not None:
+            one.deleted.append(edit.message)
+    return list(passes.values())
+
+
+def _pass_lines(one: _Pass) -> list[str]:
+    """A pass, in the step it ran before: what it left out, then its summary, whole."""
+    gone = (
+        f"{_count(len(one.deleted), 'message', 'messages')} ({_positions(one.deleted)}) "
+        "left out of the model's view"
+        if one.deleted
+        else "no message left out"
+    )
+    lines = [f"  [yellow]compaction:[/] {gone}"]
+    if not one.summaries:
+        lines.append("    [dim]no summary[/]")
+    for text in one.summaries:
+        first, *rest = text.strip().splitlines() or [""]
+        lines.append(f"    [dim]summary:[/] {escape(first)}")
+        lines.extend(f"    {escape(line)}".rstrip() for line in rest)
+    return lines
+
+
+_PARTS = {
+    "assistant": "the model's answer",
+    "tool": "the tool results",
+    "user": "the check's feedback",
+}
+"""What a step's message is, by role, when a pass left out only some of the step's."""
+
+
+def _left_out(messages: Sequence[Message], passes: Sequence[_Pass]) -> dict[int, list[str]]:
+    """Each step's notes on its messages a pass left out of the model's view, by step."""
+    deleted_by = {seq: one.step for one in passes for seq in one.deleted}
+    by_step: dict[int, list[int]] = {}
+    for seq, step in enumerate(_message_steps(messages), start=1):
+        by_step.setdefault(step, []).append(seq)
+    notes: dict[int, list[str]] = {}
+    for step, own in by_step.items():
+        for before in sorted({deleted_by[seq] for seq in own if seq in deleted_by}):
+            gone = [seq for seq in own if deleted_by.get(seq) == before]
+            what = "" if gone == own else _parts([messages[seq - 1] for seq in gone]) + " "
+            note = f"[{what}left out of the model's view by the compaction before step {before}]"
+            notes.setdefault(step, []).append(f"  [dim]{escape(note)}[/]")
+    return notes
+
+
+def _parts(messages: Sequence[Message]) -> str:
+    names = list(dict.fromkeys(_PARTS.get(m.role, m.role) for m in messages))
+    return " and ".join(names)
+
+
+def _message_steps(messages: Sequence[Message]) -> list[int]:
+    """Each message's step: the n-th assistant message and what follows it (its tool results,
+    the check's feedback) are step n's; the task, before them, is step 0's."""
+    steps: list[int] = []
+    step = 0
+    for message in messages:
+        step += message.role == "assistant"
+        steps.append(step)
+    return steps
+
+
+def _pass_attempts(attempts: Sequence[ProviderCallTrace], passes: Sequence[_Pass]) -> set[int]:
+    """Which of a step's attempts (by index) answered a compaction pass.
+
+    A pass's edits are stored as soon as its answer is in, so its answer is the
+    last attempt of the step begun before them.
+    """
+    found: set[int] = set()
+    for one in passes:
+        before = [
+            index
+            for index, attempt in enumerate(attempts)
+            if attempt.error_kind is None and attempt.started_at <= one.at
+        ]
+        if before:
+            found.add(max(before, key=lambda index: attempts[index].started_at))
+    return found
+
+
+def _model_view(trace: Trace, passes: int) -> list[RenderableType]:
+    """The messages the model is sent at the run's end, each under its position and step."""
+    view = View(
+        Edit("summary" if e.kind == "summary" else "delete", e.step, e.message, e.text)
+        for e in trace.compactions
+    )
+    messages = trace.messages
+    shown_messages = view.apply(messages)
+    how = (
+        f"after {_count(passes, 'compaction pass', 'compaction passes')}"
+        if passes
+        else "no compaction: the whole transcript"
+    )
+    parts: list[RenderableType] = [
+        Text.from_markup(
+            f"[bold]the model's view after step {trace.run.steps}:[/] {len(shown_messages)} of "
+            f"{_count(len(messages), 'message', 'messages')}, {how}\n"
+            "[dim](the system prompt, with the success condition, goes with every request)[/]"
+        )
+    ]
+    owners = _message_steps(messages)
+    for seq, message in zip(view.kept(messages), shown_messages, strict=True):
+        where = "the task" if seq == 1 else f"step {owners[seq - 1]}"
+        lines = [f"[bold]#{seq} {escape(message.role)}[/] [dim]({where})[/]"]
+        # A tool message answers the calls of the message before it.
+        calls = messages[seq - 2].tool_calls if seq > 1 else ()
+        lines.extend(_block_lines(message, {call.id: call.name for call in calls}))
+        parts.append(Text.from_markup("\n".join(lines)))
+    return parts
+
+
+def _block_lines(message: Message, names: dict[str, str]) -> list[str]:
+    """A message's blocks as the model is sent them: text whole, calls and results in brief.
+
+    ``names`` names the calls a tool message's results answer, by call id.
+    """
+    lines: list[str] = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            lines.extend(f"  {escape(line)}".rstrip() for line in block.text.splitlines())
+        elif isinstance(block, ThinkingBlock):
+            said = "redacted" if block.redacted else f"{len(block.text):,} characters"
+            lines.append(f"  [dim](thinking: {said})[/]")
+        elif isinstance(block, ToolCall):
+            arguments = (
+                block.arguments
+                if isinstance(block.arguments, str)
+                else json.dumps(block.arguments, default=str)
+            )
+            lines.append(f"  [dim]calls[/] {escape(block.name)}({escape(_arguments(arguments))})")
+        elif isinstance(block, ToolResult):
+            mark = "[red]error[/]" if block.is_error else "[green]ok[/]"
+            name = names.get(block.tool_use_id, block.tool_use_id)
+            lines.append(f"  {mark} {escape(name)} -> {_one_line(block.content, 70)}")
+    return lines
+
+
+def _positions(seqs: Sequence[int]) -> str:
+    """Message positions as runs: ``#2-5, #8``."""
+    runs: list[list[int]] = []
+    for seq in sorted(seqs):
+        if runs and seq == runs[-1][-1] + 1:
+            runs[-1].append(seq)
+        else:
+            runs.append([seq])
+    return ", ".join(f"#{r[0]}" if len(r) == 1 else f"#{r[0]}-{r[-1]}" for r in runs)
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 def _permission_lines(rows: list[PermissionTrace]) -> list[str]:

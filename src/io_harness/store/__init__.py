@@ -9,6 +9,7 @@ from io_harness.store._records import RunSummary, TreeNode
 from io_harness.store._sqlite import SqliteStore
 from io_harness.store._trace import (
     ApprovalTrace,
+    CompactionTrace,
     EventTrace,
     McpEventTrace,
     MemoryTrace,
@@ -25,6 +26,7 @@ from io_harness.store._trace import (
 
 __all__ = [
     "ApprovalTrace",
+    "CompactionTrace",
     "EventTrace",
     "McpEventTrace",
     "MemoryAuthor",
