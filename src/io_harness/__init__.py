@@ -328,6 +328,7 @@ __all__ = [
     "CallbackApprover",
     "Command",
     "Compaction",
+    "CompactionTrace",
     "CompletionRequest",
     "CompletionResponse",
     "ConfigError",
