@@ -366,3 +366,14 @@ async def test_a_provider_without_a_model_name_is_a_config_error(project: Path) 
 
     with pytest.raises(ConfigError, match="model must be a non-empty string"):
         await run(workspace_contract(project), provider)
+
+
+async def test_a_criterion_whose_program_does_not_exist_is_refused_before_any_call(
+    tmp_path: Path,
+) -> None:
+    provider = ScriptedProvider([])
+    contract = TaskContract.workspace("g", tmp_path, Command(["nosuchprogram-ioh", "--check"]))
+
+    with pytest.raises(ConfigError, match="'nosuchprogram-ioh' is not found on PATH"):
+        await run(contract, provider)
+    assert provider.requests == []

@@ -8,9 +8,12 @@ the policy does not allow outright, or a provider endpoint it does not, is a
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
+import shutil
 import time
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from io_harness._mcp import McpServer
@@ -123,9 +126,30 @@ def checked_labels(labels: Mapping[str, str] | None) -> dict[str, str]:
     return dict(labels)
 
 
+def missing_program(argv: Sequence[str]) -> str | None:
+    """Why the program of a criterion's command cannot be found, if it cannot.
+
+    A bare name must be on ``PATH`` and an absolute path must be an executable
+    file. A relative path (``./check.sh``) is the workspace's, which the agent
+    may be meant to write, so it is not judged before the run.
+    """
+    program = argv[0]
+    if "/" not in program:
+        return None if shutil.which(program) else f"{program!r} is not found on PATH"
+    path = Path(program)
+    if path.is_absolute() and not (path.is_file() and os.access(path, os.X_OK)):
+        return f"{program!r} is not an executable file"
+    return None
+
+
 def check_criterion(contract: TaskContract, gate: Gate) -> None:
-    """The criterion cannot ask a person: each command it runs must be allowed outright."""
+    """The criterion's commands must be able to run: each program found, and each allowed
+    outright (a check cannot ask a person). Otherwise every step's check would fail, and
+    the run spend its budget on a model that cannot fix it."""
     for argv in contract.verify.commands():
+        missing = missing_program(argv)
+        if missing is not None:
+            raise ConfigError(f"the criterion runs {missing}; it could never pass")
         verdict = gate.check_outright(canonical_argv(argv))
         if verdict.effect is not Effect.ALLOW:
             program = argv[0].rsplit("/", 1)[-1]

@@ -474,7 +474,12 @@ class AgentNode:
         return contract
 
     def _check_criterion(self, contract: TaskContract, policy: Policy) -> None:
+        from io_harness._preflight import missing_program
+
         for argv in contract.verify.commands():
+            missing = missing_program(argv)
+            if missing is not None:
+                raise ToolFailure(f"the child's criterion runs {missing}; it could never pass")
             access = canonical_argv(argv)
             verdict = policy.explain(access.act, access.target)
             if verdict.effect is not Effect.ALLOW:
