@@ -24,6 +24,7 @@ from io_harness import (
     run_sync,
 )
 from io_harness.testing import ScriptedProvider, call, reply
+from io_harness.tools import tool
 
 FIXED = "def add(a, b):\n    return a + b\n"
 
@@ -377,3 +378,32 @@ async def test_a_criterion_whose_program_does_not_exist_is_refused_before_any_ca
     with pytest.raises(ConfigError, match="'nosuchprogram-ioh' is not found on PATH"):
         await run(contract, provider)
     assert provider.requests == []
+
+
+async def test_a_lone_surrogate_from_the_model_or_a_tool_is_stored_escaped(tmp_path: Path) -> None:
+    (tmp_path / "odd.txt").write_text("fine")
+
+    @tool
+    def odd() -> str:
+        """Answer with a lone surrogate."""
+        return "tool says \ud800"
+
+    provider = ScriptedProvider(
+        [
+            reply(
+                "model says \udc00",
+                [call("odd"), call("write_file", path="a\ud801.txt", content="x")],
+            ),
+            reply(calls=[call("write_file", path="done.txt", content="done")]),
+        ]
+    )
+    store = Store.memory()
+    contract = TaskContract.workspace("g", tmp_path, WorkspaceFileContains("done.txt", "done"))
+
+    result = await run(contract, provider, store=store, tools=[odd])
+
+    assert result.outcome is RunOutcome.SUCCESS
+    trace = store.trace(result.run_id)
+    assert trace.messages[1].text == "model says \\udc00"
+    assert trace.tool_calls[0].result == "tool says \\ud800"
+    assert '"a\\\\ud801.txt"' in trace.tool_calls[1].arguments

@@ -25,6 +25,8 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "Usage",
+    "storable",
+    "storable_response",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -183,3 +185,30 @@ class CompletionResponse(_Frozen):
     def text(self) -> str:
         """The text blocks joined."""
         return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+
+def storable(text: str) -> str:
+    """``text`` as the store can keep it: each lone surrogate (``\\ud800`` is valid JSON
+    but no UTF-8) becomes a visible escape, ``\\ud800``; other text is returned as it is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def _storable_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return storable(value)
+    if isinstance(value, dict):
+        return {storable(str(k)): _storable_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_storable_value(v) for v in value]
+    return value
+
+
+def storable_response(response: CompletionResponse) -> CompletionResponse:
+    """``response`` with every string in it :func:`storable` (the same object when all are)."""
+    dumped = response.model_dump()
+    cleaned = _storable_value(dumped)
+    return response if cleaned == dumped else CompletionResponse.model_validate(cleaned)

@@ -10,7 +10,13 @@ from dataclasses import dataclass
 
 from io_harness.errors import ProviderError, RefusedError
 from io_harness.loop._outcome import RunOutcome
-from io_harness.messages import CompletionRequest, CompletionResponse, StreamDelta, Usage
+from io_harness.messages import (
+    CompletionRequest,
+    CompletionResponse,
+    StreamDelta,
+    Usage,
+    storable_response,
+)
 from io_harness.observe import Retrying, RunEvent, TokenStreamed
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider, StreamingProvider, members_of
@@ -106,6 +112,9 @@ class ProviderCaller:
             except ProviderError as exc:
                 error = exc
             else:
+                # A lone surrogate is valid JSON a provider may send, and no UTF-8 a store
+                # could keep: escaped visibly here, it never reaches the store.
+                response = storable_response(response)
                 record.attempts.append(
                     self._attempt(provider, number, started, timing, response=response)
                 )

@@ -44,6 +44,7 @@ from io_harness.messages import (
     ToolCall,
     ToolSpec,
     Usage,
+    storable,
 )
 from io_harness.observe import (
     Observer,
@@ -468,17 +469,18 @@ class Engine:
             resume_at, progress.cleared = None, []
             arguments = call.arguments if done.arguments is None else done.arguments
             kind = self.toolbox.kind_of(call.name)
+            result = storable(done.content)  # a tool's text may hold a lone surrogate
             progress.done.append(
                 DoneCall(
                     call_id=call.id,
                     name=call.name,
                     arguments_json=json.dumps(arguments),
-                    result=done.content,
+                    result=result,
                     is_error=done.is_error,
                     changed=done.changed,
                     kind=kind,
                     duration=done.duration,
-                    error=done.error,
+                    error=storable(done.error) if done.error is not None else None,
                 )
             )
             events.append(
@@ -488,7 +490,7 @@ class Engine:
                     call_id=call.id,
                     name=call.name,
                     arguments=arguments,
-                    result=done.content,
+                    result=result,
                     is_error=done.is_error,
                     changed=done.changed,
                     tool_kind=kind,
