@@ -234,3 +234,29 @@ def test_a_store_opened_by_a_relative_path_locks_the_same_run_after_a_change_of_
             second.lease("r1"),
         ):
             pass
+
+
+def test_text_that_is_not_utf8_is_a_storage_error_naming_the_row(tmp_path: Path) -> None:
+    work = tmp_path / "ws"
+    work.mkdir()
+    path = tmp_path / "runs.db"
+    with Store.open(path) as store:
+        asyncio.run(
+            run(
+                TaskContract.workspace("g", work, WorkspaceFileContains("d.txt", "d")),
+                ScriptedProvider([reply(calls=[call("write_file", path="d.txt", content="d")])]),
+                store=store,
+                run_id="x",
+            )
+        )
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("UPDATE tool_calls SET result = CAST(X'ff6f6b' AS TEXT) WHERE run_id = 'x'")
+        db.commit()
+
+    with Store.open(path) as store:
+        with pytest.raises(StorageError, match=r"run 'x' holds text that is not UTF-8 in "
+                           r"tool_calls row 1, column result"):  # fmt: skip
+            store.trace("x")
+        lenient = store.trace("x", undecodable="replace")
+        assert lenient.tool_calls[0].result == "\ufffdok"
+        assert store.trace("x", undecodable="replace").run.outcome == "success"

@@ -126,8 +126,13 @@ class Store(abc.ABC):
         """Runs, newest first."""
 
     @abc.abstractmethod
-    def trace(self, run_id: str) -> Trace:
-        """Every row stored about one run; an unknown id is a ResumeError."""
+    def trace(self, run_id: str, *, undecodable: Literal["raise", "replace"] = "raise") -> Trace:
+        """Every row stored about one run; an unknown id is a ResumeError.
+
+        Stored text that does not decode (a damaged store) is a StorageError
+        naming the run and the row, unless ``undecodable="replace"`` reads its
+        bad bytes as U+FFFD so the rest can be shown.
+        """
 
     @abc.abstractmethod
     def child_run(self, parent_id: str, spawn_call: str) -> str | None:

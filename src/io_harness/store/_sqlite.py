@@ -302,8 +302,45 @@ class SqliteStore(Store):
         with self._lock:
             try:
                 return self._db.execute(sql, params).fetchall()
+            except sqlite3.OperationalError as exc:
+                if _UNDECODABLE in str(exc):
+                    raise _Undecodable(f"cannot read {self.location}: {exc}") from None
+                raise StorageError(f"cannot read {self.location}: {exc}") from None
             except sqlite3.Error as exc:
                 raise StorageError(f"cannot read {self.location}: {exc}") from None
+
+    @contextlib.contextmanager
+    def _lenient(self) -> Iterator[None]:
+        """Read text that is not UTF-8 with its bad bytes replaced (U+FFFD), for a block."""
+        with self._lock:
+            self._db.text_factory = _replacing
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._db.text_factory = str
+
+    def _undecodable_row(self, run_id: str) -> str:
+        """Where the run's first text that is not UTF-8 lies: ``table row N, column C``."""
+        for table in _RUN_TABLES:
+            key = "id" if table == "runs" else "run_id"
+            with self._lock:
+                self._db.text_factory = bytes
+                try:
+                    cursor = self._db.execute(
+                        f"SELECT rowid, * FROM {table} WHERE {key} = ?", (run_id,)
+                    )
+                    columns = [d[0] for d in cursor.description]
+                    rows = cursor.fetchall()
+                except sqlite3.Error:
+                    continue
+                finally:
+                    self._db.text_factory = str
+            for row in rows:
+                for column, value in zip(columns, row, strict=True):
+                    if isinstance(value, bytes) and not _utf8(value):
+                        return f"{table} row {row[0]}, column {column}"
+        return "a row of the run"
 
     def _run_row(self, run_id: str) -> dict[str, Any]:
         rows = self._read(f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs WHERE id = ?", (run_id,))
@@ -435,7 +472,27 @@ class SqliteStore(Store):
         )
         return trace_records(cls, table, run_id, rows)
 
-    def trace(self, run_id: str) -> Trace:
+    def trace(self, run_id: str, *, undecodable: Literal["raise", "replace"] = "raise") -> Trace:
+        """Every row stored about one run; see :meth:`Store.trace`.
+
+        Text the file holds that is not UTF-8 (a damaged store) is a
+        :class:`StorageError` naming the run and the row; with
+        ``undecodable="replace"`` its bad bytes read as U+FFFD instead, so the
+        rest of the trace can still be shown.
+        """
+        if undecodable == "replace":
+            with self._lenient():
+                return self._trace(run_id)
+        try:
+            return self._trace(run_id)
+        except _Undecodable:
+            where = self._undecodable_row(run_id)
+            raise StorageError(
+                f"run {run_id!r} holds text that is not UTF-8 in {where} of {self.location}; "
+                "read it with trace(run_id, undecodable='replace') (ioh show does)"
+            ) from None
+
+    def _trace(self, run_id: str) -> Trace:
         stored = self.load_run(run_id)
         row = self._run_row(run_id)
         return Trace(
@@ -457,6 +514,30 @@ class SqliteStore(Store):
             sandbox=SandboxChoiceTrace.from_json(row["sandbox"]),
             memory=self.memory_log(run_id),
         )
+
+
+_UNDECODABLE = "Could not decode to UTF-8"
+_RUN_TABLES = (
+    "runs", "messages", "steps", "provider_calls", "tool_calls", "verifications", "events",
+    "permissions", "approvals", "sandbox_events", "mcp_events", "tree_events", "compactions",
+)  # fmt: skip
+"""The tables with a row per run (``runs``) or rows keyed by ``run_id``."""
+
+
+class _Undecodable(StorageError):
+    """A read met text that is not UTF-8."""
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _replacing(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
 
 
 def _place(row: dict[str, Any]) -> TreePlace | None:
