@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +222,28 @@ async def test_a_window_bigger_than_the_ceiling_is_refused_asking_for_fewer_line
     assert done.is_error
     assert f"exceed the read ceiling of {READ_CEILING_BYTES} bytes" in done.content
     assert "ask for fewer lines" in done.content
+
+
+async def test_a_window_of_a_file_that_is_one_huge_line_reads_in_bounded_memory(
+    project: Path,
+) -> None:
+    with (project / "blob.txt").open("w") as handle:
+        for _ in range(64):  # one line of 32 MiB, then a short one
+            handle.write("x" * (512 * 1024))
+        handle.write("\nend\n")
+    box = toolbox_for(project)
+
+    tracemalloc.start()
+    try:
+        first = await use(box, "read_file", path="blob.txt", offset=1, limit=1)
+        second = await use(box, "read_file", path="blob.txt", offset=2, limit=1)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert first.is_error and "exceed the read ceiling" in first.content
+    assert second.content == "[blob.txt: lines 2-2 of 2]\n     2\tend\n"
+    assert peak < 4 * READ_CEILING_BYTES, f"{peak} bytes held to read a window"
 
 
 async def test_a_window_is_measured_in_bytes_so_multibyte_text_cannot_pass_the_ceiling(

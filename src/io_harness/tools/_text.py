@@ -33,6 +33,8 @@ __all__ = [
 
 READ_CEILING_BYTES = 256 * 1024
 """The largest file read whole; a larger one is refused with its size, never cut."""
+_PIECE_BYTES = 64 * 1024
+"""The most of one line a window reads at once."""
 
 PARTIAL_SUFFIX = ".ioh-tmp"
 """Suffix of the temporary file a write renames into place; one left behind is a crash's."""
@@ -118,26 +120,41 @@ def read_text(
 def read_window(path: Path, shown_as: str, first: int, count: int | None) -> str:
     """Lines ``first`` to ``first + count - 1``, numbered, streamed from a file of any size.
 
-    The window itself may hold at most :data:`READ_CEILING_BYTES` bytes.
+    The window itself may hold at most :data:`READ_CEILING_BYTES` bytes. The file
+    is read in pieces of at most :data:`_PIECE_BYTES`, so memory stays bounded
+    even by a file that is one huge line: a line of the window past the ceiling
+    is refused as soon as the ceiling is passed, and other lines are only counted.
     """
     size = _regular_size(path, shown_as)
     window: list[str] = []
+    current = bytearray()  # the window's line being read, piece by piece
     taken = 0
-    total = 0
-    offset = 0
+    total = 0  # lines begun so far
+    offset = 0  # where the current piece starts
+    line_start = 0
+    ended = True  # the last piece ended its line
     with path.open("rb") as handle:
         _refuse_binary(handle.read(8192), size, shown_as)
         handle.seek(0)
-        for total, raw in enumerate(handle, start=1):
-            if total >= first and (count is None or len(window) < count):
-                taken += len(raw)
+        while piece := handle.readline(_PIECE_BYTES):
+            if ended:
+                total, line_start = total + 1, offset
+            wanted = total >= first and (count is None or len(window) < count)
+            if wanted:
+                taken += len(piece)
                 if taken > READ_CEILING_BYTES:
                     raise ToolFailure(
                         f"lines {first}-{total} of {shown_as} exceed the read ceiling of "
                         f"{READ_CEILING_BYTES} bytes; ask for fewer lines"
                     )
-                window.append(_decode(raw, shown_as, offset))
-            offset += len(raw)
+                current += piece
+            offset += len(piece)
+            ended = piece.endswith(b"\n")
+            if wanted and ended:
+                window.append(_decode(bytes(current), shown_as, line_start))
+                current.clear()
+        if current:  # the last line, without its newline
+            window.append(_decode(bytes(current), shown_as, line_start))
     if first > total:
         raise ToolFailure(f"offset {first} is past the end of {shown_as} ({total} lines)")
     last = first + len(window) - 1
