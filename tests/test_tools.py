@@ -1336,3 +1336,21 @@ async def test_invalid_arguments_are_answered_before_the_gate_is_asked(project: 
 
     assert isinstance(done, ToolOutcome) and "invalid arguments" in done.content
     assert gate.rows == []
+
+
+async def test_names_that_would_make_a_listing_ambiguous_are_quoted(project: Path) -> None:
+    (project / "evil\nname.txt").write_text("needle\n")
+    (project / "x.py:99: injected").write_text("needle\n")
+    box = toolbox_for(project)
+
+    found = await use(box, "find", name_glob="*")
+    listed = await use(box, "list_dir", path=".")
+    grepped = await use(box, "grep", pattern="needle")
+
+    assert '"evil\\nname.txt"' in found.content.splitlines()
+    assert '"x.py:99: injected"' in found.content.splitlines()
+    assert 'file  "evil\\nname.txt"  7 bytes' in listed.content.splitlines()
+    assert sorted(grepped.content.splitlines()) == [
+        '"evil\\nname.txt":1: needle',
+        '"x.py:99: injected":1: needle',
+    ]

@@ -7,6 +7,7 @@ call can reach outside the root. Every cap says what it left out.
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -195,7 +196,7 @@ class Grep(_InWorkspace[GrepArgs]):
             for number, line in enumerate(split_lines(text), start=1):
                 if regex.search(line):
                     if len(shown) < GREP_MAX_MATCHES:
-                        shown.append(f"{rel}:{number}: {_clip_line(line)}")
+                        shown.append(f"{shown_name(rel)}:{number}: {_clip_line(line)}")
                     else:
                         hidden += 1
         notes = []
@@ -232,7 +233,7 @@ class Find(_InWorkspace[FindArgs]):
         ]
         if not found:
             return ToolOutcome(f"no files match {args.name_glob!r}")
-        lines = found[:FIND_MAX_RESULTS]
+        lines = [shown_name(rel) for rel in found[:FIND_MAX_RESULTS]]
         if len(found) > FIND_MAX_RESULTS:
             lines.append(f"[{len(found) - FIND_MAX_RESULTS} more files not shown]")
         return ToolOutcome("\n".join(lines))
@@ -263,15 +264,27 @@ class ListDir(_InWorkspace[ListDirArgs]):
             raise ToolFailure(f"{args.path} is not a folder")
         lines = []
         for entry in sorted(folder.iterdir(), key=lambda p: p.name):
+            name = shown_name(entry.name)
             if entry.is_symlink():
-                lines.append(f"link  {entry.name} -> {self._link_target(entry)}")
+                lines.append(f"link  {name} -> {shown_name(self._link_target(entry))}")
             elif entry.is_dir():
-                lines.append(f"dir   {entry.name}/")
+                lines.append(f"dir   {name}/")
             else:
-                lines.append(f"file  {entry.name}  {entry.stat().st_size} bytes")
+                lines.append(f"file  {name}  {entry.stat().st_size} bytes")
         if not lines:
             return ToolOutcome(f"{args.path} is empty")
         return ToolOutcome("\n".join(lines))
+
+
+_AMBIGUOUS = re.compile(r'[\x00-\x1f\x7f:"\\]|^\s|\s$')
+"""What makes a name in a listing ambiguous: a line break (two entries), ``:`` (a forged
+``path:line:`` match), a quote or backslash (a forged quoted name), edge whitespace."""
+
+
+def shown_name(name: str) -> str:
+    """A file name as a listing shows it: as it is, or as a JSON string when it holds
+    anything that could make the listing read otherwise (``"evil\\nname.txt"``)."""
+    return json.dumps(name, ensure_ascii=False) if _AMBIGUOUS.search(name) else name
 
 
 def workspace_tools(workspace: Workspace) -> list[HarnessTool[Any]]:
