@@ -8,8 +8,10 @@ folder the agent must never read or change.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
+import time
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -1354,3 +1356,26 @@ async def test_names_that_would_make_a_listing_ambiguous_are_quoted(project: Pat
         '"evil\\nname.txt":1: needle',
         '"x.py:99: injected":1: needle',
     ]
+
+
+async def test_a_catastrophic_pattern_is_cut_off_and_does_not_stall_the_loop(
+    project: Path,
+) -> None:
+    (project / "bad.txt").write_text("a" * 60 + "b\n")
+    box = RunTools(workspace_tools(Workspace(project), wall_end=time.time() + 1.0))
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    ticking = asyncio.create_task(tick())
+    try:
+        done = await use(box, "grep", pattern="(a|aa)+$")
+    finally:
+        ticking.cancel()
+
+    assert done.is_error and "the search was stopped" in done.content
+    assert ticks > 10, "the event loop did not run while the pattern was matched"

@@ -221,10 +221,10 @@ def build_tools(
         workspace = Workspace(contract.root, may_read=gate.readable)
         if sweep:
             remove_partial_writes(workspace.walk())
-        tools = workspace_tools(workspace)
+        wall = contract.budget.max_wall_seconds
+        wall_end = started_at + wall if wall is not None else None
+        tools = workspace_tools(workspace, wall_end)
         if "exec" in contract.tools:
-            wall = contract.budget.max_wall_seconds
-            wall_end = started_at + wall if wall is not None else None
             tools.append(ExecTool(workspace, chosen.sandbox, wall_end, _net_check(gate)))
     if skills:
         tools.append(ReadSkillTool(skills, contract.root.resolve()))

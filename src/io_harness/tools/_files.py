@@ -9,12 +9,14 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
+from io_harness._process import in_thread
 from io_harness.policy._gate import Access
 from io_harness.policy._rules import Act
 from io_harness.tools._base import A, Args, HarnessTool, ToolFailure, ToolOutcome
@@ -32,6 +34,8 @@ from io_harness.tools._workspace import PathRefused, Workspace
 __all__ = ["workspace_tools"]
 
 GREP_MAX_MATCHES = 100
+GREP_SECONDS = 10.0
+"""The most one grep may spend matching: a pattern that backtracks without end is cut off."""
 FIND_MAX_RESULTS = 200
 LINE_SHOWN_CHARS = 300
 
@@ -172,11 +176,33 @@ class Grep(_InWorkspace[GrepArgs]):
     def accesses(self, args: GrepArgs) -> Sequence[Access]:
         return (Access(Act.READ, "."),)
 
+    def __init__(self, workspace: Workspace, wall_end: float | None = None) -> None:
+        super().__init__(workspace)
+        self.wall_end = wall_end
+        """When the run's wall budget ends (Unix time): a search stops there at the latest."""
+
     async def invoke(self, args: GrepArgs) -> ToolOutcome:
+        # The regex module stops a match at a deadline and lets go of the GIL while it
+        # matches (re does neither): run on a thread of its own, a pattern that
+        # backtracks without end stalls neither this run past its budget nor others.
+        import regex as matching
+
         try:
-            regex = re.compile(args.pattern)
-        except re.error as exc:
+            pattern = matching.compile(args.pattern)
+        except matching.error as exc:
             raise ToolFailure(f"the pattern is not a valid regular expression: {exc}") from None
+        deadline = time.time() + GREP_SECONDS
+        if self.wall_end is not None:
+            deadline = min(deadline, self.wall_end)
+        try:
+            return await in_thread(lambda: self._search(args, pattern, deadline))
+        except TimeoutError:
+            raise ToolFailure(
+                f"the search was stopped after {GREP_SECONDS:g} s (or at the run's wall "
+                "budget): the pattern backtracks too much; simplify it or narrow path_glob"
+            ) from None
+
+    def _search(self, args: GrepArgs, pattern: Any, deadline: float) -> ToolOutcome:
         shown: list[str] = []
         hidden = 0
         unreadable = 0
@@ -194,7 +220,8 @@ class Grep(_InWorkspace[GrepArgs]):
                 unreadable += 1
                 continue
             for number, line in enumerate(split_lines(text), start=1):
-                if regex.search(line):
+                left = max(deadline - time.time(), 0.001)
+                if pattern.search(line, timeout=left, concurrent=True):
                     if len(shown) < GREP_MAX_MATCHES:
                         shown.append(f"{shown_name(rel)}:{number}: {_clip_line(line)}")
                     else:
@@ -287,13 +314,18 @@ def shown_name(name: str) -> str:
     return json.dumps(name, ensure_ascii=False) if _AMBIGUOUS.search(name) else name
 
 
-def workspace_tools(workspace: Workspace) -> list[HarnessTool[Any]]:
-    """The built-in tools of a workspace-mode run, in the order the model sees them."""
+def workspace_tools(
+    workspace: Workspace, wall_end: float | None = None
+) -> list[HarnessTool[Any]]:
+    """The built-in tools of a workspace-mode run, in the order the model sees them.
+
+    ``wall_end`` is when the run's wall budget ends, which a search does not outlast.
+    """
     return [
         ReadFile(workspace),
         WriteFile(workspace),
         EditFile(workspace),
-        Grep(workspace),
+        Grep(workspace, wall_end),
         Find(workspace),
         ListDir(workspace),
     ]
