@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -260,3 +262,27 @@ def test_text_that_is_not_utf8_is_a_storage_error_naming_the_row(tmp_path: Path)
         lenient = store.trace("x", undecodable="replace")
         assert lenient.tool_calls[0].result == "\ufffdok"
         assert store.trace("x", undecodable="replace").run.outcome == "success"
+
+
+def test_a_run_whose_writer_died_is_not_driven(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    holder = (
+        "import os, signal, sys\n"
+        "from io_harness import Store\n"
+        f"store = Store.open({str(path)!r})\n"
+        "with store.lease('r'):\n"
+        "    print('held', flush=True)\n"
+        "    sys.stdin.readline()\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", holder], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+    with Store.open(path) as store:
+        assert store.driven("r")
+        proc.communicate("go\n", timeout=60)
+        assert not store.driven("r")
+        with store.lease("r"):
+            assert store.driven("r")
+        assert not store.driven("never-seen")

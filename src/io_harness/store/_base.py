@@ -75,6 +75,11 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
+    def driven(self, run_id: str) -> bool:
+        """Whether a writer holds the run's lease now: a ``running`` run nobody drives was
+        interrupted (its process died), and ``resume`` continues it."""
+
+    @abc.abstractmethod
     def create_run(self, run: NewRun) -> None:
         """Store a new run and its first messages; an id already stored is a ConfigError."""
 

@@ -34,18 +34,31 @@ class FileLeases:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
 
+    def _path(self, run_id: str) -> Path:
+        return self.folder / (hashlib.sha256(run_id.encode("utf-8")).hexdigest()[:32] + ".lock")
+
     @contextlib.contextmanager
     def hold(self, run_id: str) -> Iterator[None]:
         """Hold the run's lease for the block; refuse if another writer holds it."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        name = hashlib.sha256(run_id.encode("utf-8")).hexdigest()[:32] + ".lock"
-        fd = os.open(self.folder / name, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self._path(run_id), os.O_RDWR | os.O_CREAT, 0o644)
         try:
             if not _try_lock(fd):
                 raise _held(run_id)
             yield
         finally:
             os.close(fd)  # closing the descriptor releases the lock
+
+    def held(self, run_id: str) -> bool:
+        """Whether a writer (any process, this one included) holds the run's lease now."""
+        try:
+            fd = os.open(self._path(run_id), os.O_RDWR)
+        except FileNotFoundError:
+            return False
+        try:
+            return not _try_lock(fd)
+        finally:
+            os.close(fd)
 
 
 def _try_lock(fd: int) -> bool:
@@ -85,3 +98,8 @@ class MemoryLeases:
         finally:
             with self._lock:
                 self._held.discard(run_id)
+
+    def held(self, run_id: str) -> bool:
+        """Whether the run's lease is held now."""
+        with self._lock:
+            return run_id in self._held

@@ -191,6 +191,9 @@ class SqliteStore(Store):
     def lease(self, run_id: str) -> contextlib.AbstractContextManager[None]:
         return self._leases.hold(run_id)
 
+    def driven(self, run_id: str) -> bool:
+        return self._leases.held(run_id)
+
     def create_run(self, run: NewRun) -> None:
         with self._transaction() as db:
             if db.execute("SELECT 1 FROM runs WHERE id = ?", (run.id,)).fetchone():
