@@ -289,12 +289,13 @@ def test_a_run_killed_inside_a_caller_tool_resumes_in_a_new_process(tmp_path: Pa
     resumed = worker(db, root, "resume")
 
     assert resumed == {"returncode": 0, "outcome": "success", "steps": 3}
-    # The killed step's call ran again on resume: what a caller tool did before a
-    # crash is its own (the policy decides whether it runs, not what it does).
-    assert (tmp_path / "ledger.txt").read_text() == "a\nb\nb\n"
+    # The call that was acting when the process died is reported, not run again: its
+    # intent was stored before it acted, and a caller tool's effect cannot be seen.
+    assert (tmp_path / "ledger.txt").read_text() == "a\nb\n"
     with Store.open(db) as store:
-        names = [row.name for row in store.trace("crash").tool_calls]
-        assert names == ["open_ticket", "open_ticket", "write_file"]
+        calls = store.trace("crash").tool_calls
+    assert [row.name for row in calls] == ["open_ticket", "open_ticket", "write_file"]
+    assert "was acting when the harness stopped" in calls[1].result
 
 
 # -- resuming needs the same tools ----------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from io_harness._mcp import McpSessions
 from io_harness._roles import Composition
@@ -31,6 +31,7 @@ from io_harness.loop._compaction import (
 )
 from io_harness.loop._context import failing_check_message
 from io_harness.loop._deferral import Deferrals, Resumption, stored_model
+from io_harness.loop._effects import acts_on_the_world, intent_for, taken_effect
 from io_harness.loop._events import LIVE_EVENTS, emit, event_row, run_started
 from io_harness.loop._outcome import RunOutcome, RunResult
 from io_harness.loop._progress import DoneCall, StepProgress
@@ -123,6 +124,8 @@ class Engine:
         self.node = node
         """Where the run sits in a sub-agent tree, when it is an agent of one."""
         self.journal = stored.journal_json
+        self.journaling = False
+        """The step in flight is journaled: each call's intent is stored before it acts."""
         self.chosen = chosen
         self.deferrals = Deferrals(stored.id, gate)
         self.finishing_deferred = False
@@ -214,9 +217,11 @@ class Engine:
                 # The answer was stored before its calls ran (they spawn agents): finish
                 # that step with it, rather than ask the model again.
                 progress = stored_model(StepProgress, self.journal, "a journal", self.run_id)
-                self.journal = None
+                self.journal, self.journaling = None, True
                 record.started_at = progress.started_at
                 record.earlier_cost_micros = progress.cost_micros
+                if self.node is not None:  # its children were still at work: drive them on
+                    await self.node.spawn_again(progress)
                 outcome = await self._act(record, events, progress)
             else:
                 outcome = self._budget_outcome()
@@ -233,6 +238,7 @@ class Engine:
             self.store.commit_step(self.run_id, record)
             if record.counts_as_step:
                 self.journal = None  # the store cleared it with the step
+            self.journaling = False
             if outcome is not None and self.mcp is not None:
                 # After the step is safe: a slow close (an HTTP server's goodbye) cannot
                 # cost it. The close events join the trace on their own.
@@ -323,9 +329,16 @@ class Engine:
             unpriced=bool(record.unpriced_calls),
             started_at=record.started_at,
         )
-        if self.node is not None and self.node.spawns_in(progress):
+        if self._acts(progress):
             self._journal(record, progress)
         return await self._act(record, events, progress)
+
+    def _acts(self, progress: StepProgress) -> bool:
+        """Whether the answer's calls act (spawn, write, run): then the step is journaled."""
+        calls = progress.assistant.tool_calls
+        return any(acts_on_the_world(self.toolbox, call) for call in calls) or bool(
+            self.node is not None and self.node.spawns_in(progress)
+        )
 
     def _request(self) -> CompletionRequest:
         """The next model call: the conversation as the model sees it (its compacted view),
@@ -348,8 +361,28 @@ class Engine:
         """The conversation as the model is sent it: the transcript under the run's edits."""
         return tuple(self.view.apply(self.messages) if self.view.edits else self.messages)
 
+    def _taken_effect(self, call: ToolCall, progress: StepProgress) -> ToolOutcome | None:
+        """For the call that was acting when a crash cut its step short: what it did."""
+        intent = progress.intent
+        if intent is None or intent.call_id != call.id:
+            return None
+        progress.intent = None
+        return taken_effect(intent, call, self.contract.root)
+
+    def _store_intent(self, call: ToolCall, progress: StepProgress, step: int) -> None:
+        """Store, with the calls done so far, what ``call`` is about to change."""
+        if not acts_on_the_world(self.toolbox, call):
+            return
+        progress.intent = intent_for(self.toolbox, call, self.contract.root)
+        self.store.journal_step(self.run_id, step, progress.model_dump_json())
+        progress.intent = None
+
     async def _call(
-        self, call: ToolCall, progress: StepProgress, resume_at: ResumePoint | None
+        self,
+        call: ToolCall,
+        progress: StepProgress,
+        resume_at: ResumePoint | None,
+        step: int,
     ) -> ToolOutcome | Deferral:
         """One call of the answer: cut off, reported after a crash, refused by the role, or run."""
         if progress.finish_reason == "length" and isinstance(call.arguments, str):
@@ -359,11 +392,18 @@ class Engine:
         refused = self._refusal(call.name)
         if refused is not None:
             return refused
-        mark = None
+        marks: list[Callable[[], None]] = []
         if resume_at is not None:
-            mark = self.deferrals.mark_performing(self.store, resume_at.request)
+            marks.append(self.deferrals.mark_performing(self.store, resume_at.request))
+        if self.journaling:
+            marks.append(lambda: self._store_intent(call, progress, step))
+
+        def before_invoke() -> None:
+            for mark in marks:
+                mark()
+
         return await self.toolbox.dispatch(
-            call, gate=self.gate, resume_at=resume_at, before_invoke=mark
+            call, gate=self.gate, resume_at=resume_at, before_invoke=before_invoke
         )
 
     def _refusal(self, name: str) -> ToolOutcome | None:
@@ -422,18 +462,19 @@ class Engine:
         self.view.add(edits)
 
     def _journal(self, record: StepRecord, progress: StepProgress) -> None:
-        """Commit the answer (its attempts and draws with it) before its calls spawn agents.
+        """Commit the answer (its attempts and draws with it) before its calls act.
 
         A step redone after a crash or a pause then finishes with this answer,
-        so its spawns find the children they made, and the model is not paid twice.
+        so the model is not paid twice, its spawns find the children they
+        made, and its calls that acted are not repeated (see ``_effects.py``).
         """
-        assert self.node is not None
+        self.journaling = True
         entry = StepRecord(
             step=record.step,
             started_at=record.started_at,
             finished_at=time.time(),
             attempts=record.attempts,
-            tree_events=self.node.take_rows(),
+            tree_events=self.node.take_rows() if self.node is not None else [],
             journal_json=progress.model_dump_json(),
             compactions=record.compactions,
             extra_usage=record.extra_usage,
@@ -458,7 +499,9 @@ class Engine:
         calls = progress.assistant.tool_calls
         while len(progress.done) < len(calls):
             call = calls[len(progress.done)]
-            done = await self._call(call, progress, resume_at)
+            done = self._taken_effect(call, progress) or await self._call(
+                call, progress, resume_at, record.step
+            )
             if isinstance(done, Deferral):
                 if await self._children_paused(progress):
                     return RunOutcome.AWAITING_APPROVAL

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict
 from io_harness.messages import FinishReason, Message, ToolResult, Usage
 from io_harness.store._records import ToolCallRow
 
-__all__ = ["DoneCall", "StepProgress"]
+__all__ = ["DoneCall", "Intent", "StepProgress"]
 
 
 class DoneCall(BaseModel):
@@ -44,6 +44,20 @@ class DoneCall(BaseModel):
         return ToolResult(tool_use_id=self.call_id, content=self.result, is_error=self.is_error)
 
 
+class Intent(BaseModel):
+    """A call about to act, stored before it does: what the files it writes held then.
+
+    ``files`` maps each target (as the policy names it) to the sha256 of its
+    bytes, or ``""`` when it did not exist. A step redone after a crash
+    compares them with the files now to tell whether the call took effect.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    call_id: str
+    files: dict[str, str] = {}
+
+
 class StepProgress(BaseModel):
     """The model's answer for a step and the calls of it done so far.
 
@@ -64,3 +78,5 @@ class StepProgress(BaseModel):
     done: list[DoneCall] = []
     cleared: list[tuple[str, str]] = []
     """The acts (act, canonical target) of the next call allowed before the deferral."""
+    intent: Intent | None = None
+    """The call that was about to act when this progress was last stored."""

@@ -390,6 +390,20 @@ class AgentNode:
 
     # -- spawning ------------------------------------------------------------------
 
+    async def spawn_again(self, progress: StepProgress) -> None:
+        """Drive on the children of a journaled turn's spawns that were done but not settled.
+
+        A journal is stored mid-turn, before the turn's children are waited
+        for, so each spawn call it records as done has a child still at work
+        (or never started): each is found by its call and driven again.
+        """
+        # A refused or malformed spawn is an error observation: it started nothing.
+        done = {d.call_id for d in progress.done if d.name == SPAWN_TOOL and not d.is_error}
+        for call in progress.assistant.tool_calls:
+            if call.id in done:
+                self.gate.call_id = call.id
+                await self.spawn(SpawnArgs.model_validate(call.arguments))
+
     async def spawn(self, args: SpawnArgs) -> ToolOutcome:
         call_id = self.gate.call_id
         store = self.tree.store

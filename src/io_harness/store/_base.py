@@ -96,6 +96,12 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
+    def journal_step(self, run_id: str, step: int, progress_json: str) -> None:
+        """Store the progress of step ``step`` in flight (its answer, the calls done, the call
+        about to act), in its own transaction. A run that is not at ``step - 1`` (another
+        writer advanced it) is a StorageError and nothing is written."""
+
+    @abc.abstractmethod
     def append_mcp_events(self, run_id: str, step: int, rows: Sequence[McpEventRow]) -> None:
         """Add what a run's MCP servers did after its last commit (their close), on their own.
 

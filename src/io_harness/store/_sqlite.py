@@ -237,6 +237,18 @@ class SqliteStore(Store):
         with self._transaction() as db:
             write_step(db, run_id, record)
 
+    def journal_step(self, run_id: str, step: int, progress_json: str) -> None:
+        with self._transaction() as db:
+            updated = db.execute(
+                "UPDATE runs SET journal = ? WHERE id = ? AND steps = ? AND status = 'running'",
+                (progress_json, run_id, step - 1),
+            ).rowcount
+            if updated != 1:
+                raise StorageError(
+                    f"run {run_id!r} is not at step {step - 1} and running: another writer "
+                    "advanced or ended it"
+                )
+
     def append_mcp_events(self, run_id: str, step: int, rows: Sequence[McpEventRow]) -> None:
         if rows:
             with self._transaction() as db:

@@ -314,9 +314,7 @@ def shown_name(name: str) -> str:
     return json.dumps(name, ensure_ascii=False) if _AMBIGUOUS.search(name) else name
 
 
-def workspace_tools(
-    workspace: Workspace, wall_end: float | None = None
-) -> list[HarnessTool[Any]]:
+def workspace_tools(workspace: Workspace, wall_end: float | None = None) -> list[HarnessTool[Any]]:
     """The built-in tools of a workspace-mode run, in the order the model sees them.
 
     ``wall_end`` is when the run's wall budget ends, which a search does not outlast.

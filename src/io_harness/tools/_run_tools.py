@@ -10,7 +10,7 @@ from typing import Any
 
 from io_harness.errors import ConfigError
 from io_harness.messages import ToolCall, ToolSpec
-from io_harness.policy._gate import Gate
+from io_harness.policy._gate import Access, Gate
 from io_harness.tools._base import Args, HarnessTool, ToolKind, ToolOutcome, invoke, validated
 from io_harness.tools._gated import Authorized, Deferral, ResumePoint, authorize_call
 
@@ -45,6 +45,18 @@ class RunTools:
         """Which kind of tool ``name`` is, for the trace (``unknown``: no tool of the run)."""
         tool = self._tools.get(name)
         return tool.kind if tool is not None else "unknown"
+
+    def acts(self, call: ToolCall) -> tuple[Access, ...] | None:
+        """The acts ``call`` would perform; ``None`` when it names no tool or its arguments
+        do not validate (it will not act)."""
+        prepared = self._prepare(call)
+        if isinstance(prepared, ToolOutcome):
+            return None
+        tool, args = prepared
+        try:
+            return tuple(tool.accesses(args))
+        except Exception:  # a path the workspace refuses: the call will be refused too
+            return None
 
     def _prepare(self, call: ToolCall) -> tuple[HarnessTool[Any], Args] | ToolOutcome:
         tool = self._tools.get(call.name)
