@@ -208,11 +208,41 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub.set_defaults(handler="_sandbox:cmd_doctor")
 
-    sub = _with_store(commands.add_parser("demo", help="run the bundled example offline"))
-    sub.add_argument("--dir", type=Path, help="copy the example here (default: a new temp folder)")
-    _with_provider(sub, required=False)
-    sub.set_defaults(handler="_commands:cmd_demo")
+    _add_demo_command(commands)
+    _debug_everywhere(parser)
     return parser
+
+
+def _add_demo_command(commands: Any) -> None:
+    """``ioh demo [--dir PATH]``, with ``ioh run``'s provider and sandbox options."""
+    sub = _with_store(commands.add_parser("demo", help="run the bundled example offline"))
+    sub.add_argument(
+        "--dir",
+        type=Path,
+        help="copy the example here and keep it (default: a temporary folder, removed when "
+        "the demo ends)",
+    )
+    _with_provider(sub, required=False)
+    _with_sandbox(sub)
+    sub.set_defaults(handler="_commands:cmd_demo")
+
+
+def _debug_everywhere(parser: argparse.ArgumentParser) -> None:
+    """Let ``--debug`` follow any command too (``ioh run X --debug``), at every depth.
+
+    Given after a command, it is set; not given there, it is left unset
+    (``SUPPRESS``), so ``ioh --debug run X`` stands.
+    """
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                sub.add_argument(
+                    "--debug",
+                    action="store_true",
+                    default=argparse.SUPPRESS,
+                    help="show tracebacks on errors",
+                )
+                _debug_everywhere(sub)
 
 
 def _add_show_command(commands: Any) -> None:
@@ -234,12 +264,17 @@ def _add_permission_commands(commands: Any) -> None:
     sub.set_defaults(handler="_commands:cmd_pending")
 
     for verb in ("approve", "deny"):
+        said = f"{verb} the action a run awaits, then resume the run"
         sub = _with_store(
             commands.add_parser(
-                verb, help=f"{verb} the action a run awaits (and resume it with --provider)"
+                verb,
+                help=said,
+                description=f"{said.capitalize()}: the decision is stored, then the run goes "
+                "on with the provider it was started with (or --provider). For a run whose "
+                "provider is not stored, or with --no-resume, the next ioh resume performs it.",
             )
         )
-        sub.add_argument("run_id")
+        sub.add_argument("run_id", help="the run, or any agent of its sub-agent tree")
         if verb == "approve":
             sub.add_argument(
                 "--remember",
@@ -250,7 +285,9 @@ def _add_permission_commands(commands: Any) -> None:
             sub.add_argument("--reason", required=True, help="why; the model reads it")
         _with_provider(sub, required=False, default=STORED)
         sub.add_argument(
-            "--no-resume", action="store_true", help="store the decision; resume it later"
+            "--no-resume",
+            action="store_true",
+            help="store the decision only; the next ioh resume performs it",
         )
         _with_approver(sub)
         _with_sandbox(sub)
@@ -300,19 +337,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rich.console import Console
 
     from io_harness.cli._text import escape
+    from io_harness.cli._words import for_the_shell, interrupted_line, store_hint
     from io_harness.errors import HarnessError
 
     console = Console(highlight=False)
     errors = Console(stderr=True, highlight=False)
+    hint = store_hint(getattr(args, "store", None))
     try:
         return int(_handler(args.handler)(args, console))
     except HarnessError as exc:
         if args.debug:
             raise
-        errors.print(f"[red]error:[/] {escape(str(exc))}", markup=True, soft_wrap=True)
+        said = for_the_shell(str(exc), hint)
+        errors.print(f"[red]error:[/] {escape(said)}", markup=True, soft_wrap=True)
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        errors.print("interrupted; the last committed step is kept (ioh resume RUN_ID)")
+    except KeyboardInterrupt as exc:
+        errors.print(escape(interrupted_line(exc, hint)), soft_wrap=True)
         return EXIT_INTERRUPTED
     except Exception as exc:  # a defect of ours: still one line, the traceback on request
         if args.debug:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
 import tempfile
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -18,7 +19,7 @@ from rich.console import Console
 from io_harness._contract_toml import mcp_servers, sandbox_config
 from io_harness._demo import CASSETTE, prepare, use_this_python
 from io_harness._harness import Harness
-from io_harness.cli import DEFAULT_STORE, EXIT_AWAITING, EXIT_NOT_VERIFIED
+from io_harness.cli import EXIT_AWAITING, EXIT_NOT_VERIFIED
 from io_harness.cli._launch import (
     launch_labels,
     mcp_label,
@@ -37,17 +38,19 @@ from io_harness.cli._permissions import (
     policy_for,
     render_pending,
 )
-from io_harness.cli._render import LiveReport, render_result, render_runs, render_trace
+from io_harness.cli._render import LiveReport, Money, render_result, render_runs, render_trace
 from io_harness.cli._sandbox import sandbox_choice
-from io_harness.cli._text import escape
+from io_harness.cli._text import escape, say
+from io_harness.cli._words import RunInterrupted, resume_command, store_hint
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError
 from io_harness.loop import DEFAULT_SANDBOX, RunOutcome, RunResult
+from io_harness.loop._resuming import stored_contract, stored_prices
 from io_harness.policy import Approver, Policy
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider, Replay
 from io_harness.providers._spec import provider_from_specs
-from io_harness.store import SqliteStore, Store
+from io_harness.store import RunSummary, SqliteStore, Store
 
 __all__ = [
     "cmd_decide",
@@ -61,7 +64,7 @@ __all__ = [
 
 
 def _store_hint(args: argparse.Namespace) -> str:
-    return "" if args.store == DEFAULT_STORE else f" --store {args.store}"
+    return store_hint(args.store)
 
 
 def _drive(
@@ -69,19 +72,49 @@ def _drive(
     start: Callable[[LiveReport], Coroutine[Any, Any, RunResult]],
     approver: PausedStatus | Approver | None = None,
 ) -> RunResult:
+    """Run ``start`` with a live report; an interrupt says which run it stopped, once known."""
     report = LiveReport(console)
-    with console.status("starting") as status:
-        report.status = status
-        if isinstance(approver, PausedStatus):
-            approver.status = status
-        return asyncio.run(start(report))
+    try:
+        with console.status("starting") as status:
+            report.status = status
+            if isinstance(approver, PausedStatus):
+                approver.status = status
+            return asyncio.run(start(report))
+    except KeyboardInterrupt:
+        raise RunInterrupted(report.run_id) from None
 
 
-def _finish(console: Console, result: RunResult, args: argparse.Namespace) -> int:
-    console.print(render_result(result, _store_hint(args)))
+def _finish(
+    console: Console,
+    result: RunResult,
+    args: argparse.Namespace,
+    store: Store,
+    prices: PriceTable | None,
+) -> int:
+    """The run's closing lines (its spend in its currency) and ``ioh``'s exit status."""
+    say(console, render_result(result, _store_hint(args), _money(store, result.run_id, prices)))
     if result.outcome is RunOutcome.AWAITING_APPROVAL:
         return EXIT_AWAITING
     return 0 if result.succeeded else EXIT_NOT_VERIFIED
+
+
+def _money(store: Store, run_id: str, prices: PriceTable | None) -> Money:
+    """The currency and cost budget of a run: of ``prices`` when given, else as stored."""
+    stored = store.load_run(run_id)
+    table = prices if prices is not None else stored_prices(stored)
+    budget = stored_contract(stored).budget.max_cost_micros
+    return Money(table.currency if table is not None else None, budget)
+
+
+def _currency(store: Store, run_id: str) -> str | None:
+    """The currency of a run's stored price table (``None``: it has none)."""
+    stored = store.load_run(run_id).prices_json
+    if stored is None:
+        return None
+    try:
+        return PriceTable.from_json(stored).currency
+    except ConfigError:
+        return ""  # priced, in a currency this version cannot read
 
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
@@ -113,7 +146,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
             ).run(contract, run_id=args.run_id, labels=labels),
             approver,
         )
-    return _finish(console, result, args)
+        return _finish(console, result, args, store, prices)
 
 
 def cmd_resume(args: argparse.Namespace, console: Console) -> int:
@@ -167,18 +200,19 @@ def _resume(
         ).resume(args.run_id, replace_policy=replace_policy),
         approver,
     )
-    return _finish(console, result, args)
+    return _finish(console, result, args, store, prices)
 
 
 def cmd_pending(args: argparse.Namespace, console: Console) -> int:
     """``ioh pending``: every action awaiting approval, a sub-agent's with its tree's root."""
     if not args.store.exists():
-        console.print(f"no actions are awaiting approval (no store at {escape(str(args.store))})")
+        say(console, f"no actions are awaiting approval (no store at {escape(str(args.store))})")
         return 0
     with Store.open(args.store) as store:
         rows = store.approvals()
         roots = {row.run_id: tree_root(store, row.run_id) for row in rows}
-        console.print(render_pending(rows, {k: v for k, v in roots.items() if k != v}))
+    sub_agents = {k: v for k, v in roots.items() if k != v}
+    say(console, render_pending(rows, sub_agents, _store_hint(args)))
     return 0
 
 
@@ -209,13 +243,11 @@ def cmd_decide(args: argparse.Namespace, console: Console) -> int:
             reason=getattr(args, "reason", None),
         )
         verb = "approved" if decision.kind == "approve" else "denied"
-        console.print(f"{verb}: {escape(request.describe())} (request {escape(request.id)})")
+        say(console, f"{verb}: {escape(request.describe())} (request {escape(request.id)})")
         if provider is None:
             how = "" if args.no_resume else " --provider SPEC"
-            console.print(
-                f"the next resume performs it: ioh resume {escape(args.run_id)}"
-                f"{how}{escape(_store_hint(args))}"
-            )
+            command = resume_command(args.run_id) + how + _store_hint(args)
+            say(console, f"the next resume performs it: {escape(command)}")
             return 0
         return _resume(args, console, store, provider, prices)
 
@@ -227,12 +259,33 @@ def _existing_store(path: Path) -> SqliteStore:
 
 
 def cmd_runs(args: argparse.Namespace, console: Console) -> int:
+    """``ioh runs``: one line a run, newest first, its spend in its own currency."""
     if not args.store.exists():
-        console.print(f"no runs yet (no store at {args.store})")
+        say(console, f"no runs yet (no store at {escape(str(args.store))})")
         return 0
     with Store.open(args.store) as store:
-        console.print(render_runs(store.runs(limit=args.limit)))
+        runs = [_as_driven(store, run) for run in store.runs(limit=args.limit)]
+        currencies = {run.id: _currency(store, run.id) for run in runs}
+    say(console, render_runs(runs, currencies))
+    stopped = [run.id for run in runs if run.status == INTERRUPTED]
+    if stopped:
+        say(
+            console,
+            f"interrupted: nobody drives them; {resume_command(stopped[0], _store_hint(args))}"
+            f"{' (and so on)' if len(stopped) > 1 else ''} continues one",
+        )
     return 0
+
+
+INTERRUPTED = "interrupted"
+"""What a ``running`` run shows when no process holds its lease: its process died."""
+
+
+def _as_driven(store: Store, run: RunSummary) -> RunSummary:
+    """``run`` as ``ioh`` shows it: ``interrupted`` when it is running and nobody drives it."""
+    if run.status != "running" or store.driven(run.id):
+        return run
+    return run.model_copy(update={"status": INTERRUPTED})
 
 
 def cmd_show(args: argparse.Namespace, console: Console) -> int:
@@ -242,35 +295,74 @@ def cmd_show(args: argparse.Namespace, console: Console) -> int:
     """
     with _existing_store(args.store) as store:
         trace = store.trace(args.run_id)
-    console.print(render_trace(trace, args.view), soft_wrap=not console.is_terminal)
+        currency = _currency(store, args.run_id)
+    say(console, render_trace(trace, args.view, currency))
     return 0
 
 
 def cmd_demo(args: argparse.Namespace, console: Console) -> int:
-    folder = args.dir or Path(tempfile.mkdtemp(prefix="ioh-demo-")) / "demo"
+    """``ioh demo``: the bundled example, replayed (or live with ``--provider``).
+
+    Without ``--dir`` it runs in a temporary folder, removed when the demo ends,
+    unless its run can go on (it awaits approval, or was interrupted once
+    started): then the folder is kept for ``ioh resume`` and its path said.
+    """
+    if args.dir is not None:
+        return _demo(args, console, args.dir)
+    scratch = Path(tempfile.mkdtemp(prefix=DEMO_PREFIX))
+    kept = f"the demo's folder is kept for ioh resume: {escape(str(scratch))}"
+    try:
+        status = _demo(args, console, scratch / "demo")
+    except RunInterrupted as exc:
+        if exc.run_id is not None:
+            say(console, kept)
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    if status == EXIT_AWAITING:
+        say(console, kept)
+    else:
+        shutil.rmtree(scratch, ignore_errors=True)
+        say(console, f"removed the demo's folder {escape(str(scratch))} (--dir DIR keeps it)")
+    return status
+
+
+DEMO_PREFIX = "ioh-demo-"
+"""The prefix of the temporary folder a demo without ``--dir`` runs in."""
+
+
+def _demo(args: argparse.Namespace, console: Console, folder: Path) -> int:
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise ConfigError(f"{folder} exists and is not an empty folder; give --dir a new folder")
+    sandbox = sandbox_choice(args, console)
     contract_path = prepare(folder)
+    if sandbox is DEFAULT_SANDBOX:
+        sandbox = sandbox_config(contract_path) or DEFAULT_SANDBOX
     contract = TaskContract.from_toml(contract_path)
     provider: Provider
     prices = prices_for(args)
     if args.provider:
         provider = provider_from_specs(args.provider)
-        console.print(f"Running the demo live with {escape(', '.join(args.provider))}.")
+        say(console, f"Running the demo live with {escape(', '.join(args.provider))}.")
     else:
         provider = Replay(CASSETTE)
-        console.print(
+        say(
+            console,
             "Running the demo offline: the model's replies are replayed from a recording "
-            f"({CASSETTE.name}); the tools, the workspace and the pytest check are real."
+            f"({CASSETTE.name}); the tools, the workspace and the pytest check are real.",
         )
-    console.print(f"project: {folder / 'project'}\ncontract: {contract_path}\n")
+    project, contract_file = escape(str(folder / "project")), escape(str(contract_path))
+    say(console, f"project: {project}\ncontract: {contract_file}\n")
     use_this_python()
     with Store.open(args.store) as store:
         labels = launch_labels(args) if args.provider else replay_label(CASSETTE)
         result = _drive(
             console,
-            lambda report: Harness(provider, store=store, observer=report, prices=prices).run(
-                contract, labels=labels
-            ),
+            lambda report: Harness(
+                provider, store=store, observer=report, prices=prices, sandbox=sandbox
+            ).run(contract, labels=labels),
         )
-    return _finish(console, result, args)
+        return _finish(console, result, args, store, prices)

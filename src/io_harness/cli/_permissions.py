@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import getpass
+import shlex
 import socket
 import sys
 import time
@@ -17,7 +18,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from io_harness._validation import read_toml
-from io_harness.cli._text import escape, shown
+from io_harness.cli._text import escape, say, shown
 from io_harness.errors import ConfigError
 from io_harness.policy import (
     Act,
@@ -174,12 +175,14 @@ def _decide(
 
 
 def render_pending(
-    rows: list[ApprovalRow], roots: Mapping[str, str] | None = None
+    rows: list[ApprovalRow], roots: Mapping[str, str] | None = None, hint: str = ""
 ) -> RenderableType:
-    """What ``ioh pending`` prints: each waiting action, why it asks, and its diff.
+    """What ``ioh pending`` prints: each waiting action, why it asks, its diff, and the
+    ``ioh approve`` / ``ioh deny`` that decides it.
 
     ``roots`` maps a sub-agent's run id to its tree's root, named on its line:
-    ``ioh approve ROOT`` decides it and resumes the tree.
+    ``ioh approve ROOT`` decides it and resumes the tree. ``hint`` is appended to
+    the commands suggested (``--store PATH``).
     """
     roots = roots or {}
     if not rows:
@@ -209,7 +212,13 @@ def render_pending(
         )
         if request.diff:
             parts.append(Syntax(shown(request.diff.rstrip()), "diff", theme="ansi_dark"))
-    parts.append(Text("decide: ioh approve RUN_ID [--remember] | ioh deny RUN_ID --reason TEXT"))
+        if row.status == "pending":
+            target = shown(shlex.quote(root) + hint)
+            parts.append(
+                Text(
+                    f"  decide: ioh approve {target} [--remember] | ioh deny {target} --reason TEXT"
+                )
+            )
     return Group(*parts)
 
 
@@ -265,12 +274,13 @@ def show_console_policy(
 ) -> None:
     """Print a policy in full (``ioh policy show``), and the provider layer ``providers`` add."""
     if policy is None:
-        console.print(
+        said = (
             f"{source} has no [policy]; runs use the default policy "
             "(read, write and exec allowed, net denied)"
         )
+        say(console, escape(said))
     else:
-        console.print(escape(policy.describe()))
+        say(console, escape(policy.describe()))
     if providers:
         from io_harness._net import provider_policy
         from io_harness.providers._spec import endpoints_of_specs
@@ -279,9 +289,10 @@ def show_console_policy(
         layered = provider_policy(effective, endpoints_of_specs(providers))
         layer = layered.layers[-1]
         rules = [f"  {rule}" for rule in layer.rules] or ["  (no rules: it connects nowhere)"]
-        console.print(
+        say(
+            console,
             escape(
                 f"for the provider's own connections only, a run adds last (and to each bound):\n"
                 f"layer {layer.name}:\n" + "\n".join(rules)
-            )
+            ),
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -13,8 +14,8 @@ from rich.status import Status
 from rich.text import Text
 
 from io_harness.cli._sandbox import cap_lines, sandbox_counts, sandbox_line
-from io_harness.cli._text import escape, shown
-from io_harness.loop import RunResult
+from io_harness.cli._text import escape, say, shown
+from io_harness.loop import RunOutcome, RunResult
 from io_harness.loop._compaction import Edit, View
 from io_harness.messages import Message, TextBlock, ThinkingBlock, ToolCall, ToolResult
 from io_harness.observe import (
@@ -41,7 +42,15 @@ from io_harness.store import (
     VerificationTrace,
 )
 
-__all__ = ["LiveReport", "ShowView", "render_result", "render_runs", "render_trace"]
+__all__ = [
+    "LiveReport",
+    "Money",
+    "ShowView",
+    "render_result",
+    "render_runs",
+    "render_trace",
+    "run_spend",
+]
 
 ShowView = Literal["transcript", "model"]
 """What ``ioh show`` prints: the run step by step, or the messages the model is sent."""
@@ -74,27 +83,55 @@ def spend(cost_micros: int, unpriced_calls: int) -> str:
     return f"{text} + {unpriced_calls} unpriced calls" if unpriced_calls else text
 
 
-def render_runs(runs: list[RunSummary]) -> RenderableType:
-    """The listing ``ioh runs`` prints."""
+@dataclass(frozen=True, slots=True)
+class Money:
+    """What a run's spend is counted in: its price table's currency (``None``: the run has
+    no price table), and its cost budget in micro-units (``None``: it has none)."""
+
+    currency: str | None = None
+    max_cost_micros: int | None = None
+
+
+def run_spend(cost_micros: int, unpriced_calls: int, currency: str | None) -> str:
+    """A run's spend in its price table's currency; ``unpriced`` (never a zero) without one.
+
+    Calls the table had no price for are counted beside the priced amount.
+    """
+    calls = _count(unpriced_calls, "call", "calls")
+    if currency is None or (unpriced_calls and not cost_micros):
+        return f"unpriced ({calls})" if unpriced_calls else "unpriced"
+    money = format_money(cost_micros, currency)
+    if not unpriced_calls:
+        return money
+    return f"{money} + {_count(unpriced_calls, 'unpriced call', 'unpriced calls')}"
+
+
+def render_runs(runs: list[RunSummary], currencies: dict[str, str | None]) -> RenderableType:
+    """The listing ``ioh runs`` prints; ``currencies`` has each run's price table's currency
+    (``None``: the run has none)."""
     if not runs:
         return Text("no runs in this store yet")
-    return RunsListing(runs)
+    return RunsListing(runs, currencies)
 
 
 _RUNS_HEADER = ("run", "status", "steps", "tokens", "spend", "started")
 _RIGHT_ALIGNED = frozenset({2, 3, 4})
 _GOAL_MIN = 16
 """Below this many columns left for the goal, it gets a line of its own."""
+_SHORTENED = (((1, 8), (4, 12)), ((0, 12),))
+"""The cells cut (with an ellipsis) to fit a terminal, by column and the least each keeps:
+status and spend first, the run id only if that is not enough."""
 
 
 class RunsListing:
     """One line a run, the goal last; where the goal would not fit, it goes on a line below.
 
-    Every other cell is shown whole at any width, so a run id can always be
-    copied from the listing.
+    At a terminal every line fits its width: when the cells alone are too wide,
+    the longest status and spend are cut (with an ellipsis), then the run id.
+    Elsewhere (a file, a pipe) each line is whole.
     """
 
-    def __init__(self, runs: list[RunSummary]) -> None:
+    def __init__(self, runs: list[RunSummary], currencies: dict[str, str | None]) -> None:
         self.rows = [
             (
                 (
@@ -102,7 +139,9 @@ class RunsListing:
                     summary.outcome or summary.status,
                     str(summary.steps),
                     f"{summary.tokens:,}",
-                    spend(summary.cost_micros, summary.unpriced_calls),
+                    run_spend(
+                        summary.cost_micros, summary.unpriced_calls, currencies.get(summary.id)
+                    ),
                     _when(summary.started_at),
                 ),
                 " ".join(summary.goal.split()),
@@ -115,17 +154,23 @@ class RunsListing:
             max(len(title), *(len(cells[i]) for cells, _ in self.rows))
             for i, title in enumerate(_RUNS_HEADER)
         ]
+        fit = console.is_terminal
         room = options.max_width - sum(widths) - 2 * len(widths)
-        inline = room >= _GOAL_MIN
+        inline = room >= _GOAL_MIN or not fit
+        if not inline:
+            widths = _fitted(widths, options.max_width - 2 * (len(widths) - 1))
         header = self._line(_RUNS_HEADER, widths, style="bold")
         if inline:
             header.append("goal", style="bold")
         header.rstrip()
         yield header
         for cells, goal in self.rows:
-            line = self._line(cells, widths)
+            line = self._line(
+                [_cut(cell, width) for cell, width in zip(cells, widths, strict=True)], widths
+            )
             if inline:
-                line.append(_cut(shown(goal), room))
+                line.append(_cut(shown(goal), room) if fit else shown(goal))
+                line.rstrip()
                 yield line
             else:
                 line.rstrip()
@@ -142,10 +187,34 @@ class RunsListing:
         return line
 
 
+def _fitted(widths: list[int], room: int) -> list[int]:
+    """``widths`` narrowed to sum to ``room`` at most: the widest cut column first, each to
+    its least (so a cell may stay too wide only when every cut column is at its least)."""
+    widths = list(widths)
+    for group in _SHORTENED:
+        least = dict(group)
+        while sum(widths) > room:
+            cuttable = [i for i in least if widths[i] > least[i]]
+            if not cuttable:
+                break
+            widths[max(cuttable, key=lambda i: widths[i])] -= 1
+    return widths
+
+
 def _cell_style(index: int, cell: str) -> str:
     if index != 1:
         return ""
-    return {"success": "green", "running": "yellow", "awaiting": "yellow"}.get(cell, "red")
+    if cell.endswith("…"):  # a status cut to fit keeps its colour
+        cell = next((name for name in _COLOURS if name.startswith(cell[:-1])), cell)
+    return _COLOURS.get(cell, "red")
+
+
+_COLOURS = {
+    "success": "green",
+    "running": "yellow",
+    "awaiting": "yellow",
+    "awaiting_approval": "yellow",
+}
 
 
 def _cut(text: str, width: int) -> str:
@@ -162,14 +231,17 @@ def _arguments(raw: str) -> str:
     return str(value)
 
 
-def render_trace(trace: Trace, view: ShowView = "transcript") -> RenderableType:
+def render_trace(
+    trace: Trace, view: ShowView = "transcript", currency: str | None = None
+) -> RenderableType:
     """The report ``ioh show`` prints: each step's calls, checks and draws, then the outcome.
 
     A compacted run's report says how many passes ran; each step whose messages
     a pass left out of the model's view is marked, and each pass is shown, with
     its summary, in the step it ran before. ``view="model"`` prints instead the
     messages the model is sent at the run's end: those left out are missing, and
-    the summaries follow the task in the first.
+    the summaries follow the task in the first. ``currency`` is the run's price
+    table's (``None``: the run has none, and its spend is ``unpriced``).
     """
     run = trace.run
     parts: list[RenderableType] = []
@@ -181,7 +253,7 @@ def render_trace(trace: Trace, view: ShowView = "transcript") -> RenderableType:
             f"[bold]{escape(run.id)}[/]  {state}  {run.steps} steps  "
             f"{run.tokens:,} tokens  {elapsed:.1f} s\n"
             f"goal: {escape(run.goal)}\nprovider: {escape(run.provider)} ({escape(run.model)})\n"
-            f"spend: {escape(spend(run.cost_micros, run.unpriced_calls))}\n"
+            f"spend: {escape(run_spend(run.cost_micros, run.unpriced_calls, currency))}\n"
             f"{sandbox_line(trace)}"
         )
     )
@@ -205,7 +277,7 @@ def render_trace(trace: Trace, view: ShowView = "transcript") -> RenderableType:
         lines.extend(line for one in here for line in _pass_lines(one))
         if texts.get(step):
             lines.append(f"  [dim]model:[/] {_one_line(texts[step])}")
-        lines.extend(_row_lines(rows, here))
+        lines.extend(_row_lines(rows, here, currency or ""))
         parts.append(Text.from_markup("\n".join(lines)))
     if trace.sandbox_events:
         parts.append(Text.from_markup(sandbox_counts(trace.sandbox_events)))
@@ -213,9 +285,9 @@ def render_trace(trace: Trace, view: ShowView = "transcript") -> RenderableType:
     return Group(*parts)
 
 
-def _row_lines(rows: _StepRows, passes: Sequence[_Pass]) -> list[str]:
-    """A step's rows: its model calls (a compaction pass's said so), the gate's decisions,
-    its tool calls, memory changes, checks and cap hits."""
+def _row_lines(rows: _StepRows, passes: Sequence[_Pass], currency: str = "") -> list[str]:
+    """A step's rows: its model calls (a compaction pass's said so, each cost in
+    ``currency``), the gate's decisions, its tool calls, memory changes, checks and cap hits."""
     lines: list[str] = []
     answered_passes = _pass_attempts(rows.provider_calls, passes)
     for index, attempt in enumerate(rows.provider_calls):
@@ -226,9 +298,9 @@ def _row_lines(rows: _StepRows, passes: Sequence[_Pass]) -> list[str]:
                 f"{_one_line(attempt.error_message or '')}"
             )
         elif index in answered_passes:
-            lines.append(f"  [dim]compaction pass answered by {_answer_line(attempt)}[/]")
+            lines.append(f"  [dim]compaction pass answered by {_answer_line(attempt, currency)}[/]")
         else:
-            lines.append(f"  [dim]answered by {_answer_line(attempt)}[/]")
+            lines.append(f"  [dim]answered by {_answer_line(attempt, currency)}[/]")
     lines.extend(_permission_lines(rows.permissions))
     for call in rows.tool_calls:
         mark = "[red]error[/]" if call.is_error else "[green]ok[/]"
@@ -483,7 +555,7 @@ def _permission_lines(rows: list[PermissionTrace]) -> list[str]:
     return lines
 
 
-def _answer_line(attempt: ProviderCallTrace) -> str:
+def _answer_line(attempt: ProviderCallTrace, currency: str = "") -> str:
     model = attempt.served_model or attempt.model
     parts = [f"{escape(attempt.provider)} ({escape(model)})"]
     if attempt.finish_reason:
@@ -491,7 +563,7 @@ def _answer_line(attempt: ProviderCallTrace) -> str:
     if attempt.time_to_first_token is not None:
         parts.append(f"first token {attempt.time_to_first_token:.2f} s")
     cost = attempt.cost_micros
-    parts.append("unpriced" if cost is None else f"cost {format_money(cost)}")
+    parts.append("unpriced" if cost is None else f"cost {escape(format_money(cost, currency))}")
     return ", ".join(parts)
 
 
@@ -511,33 +583,66 @@ def _step_heading(step: int, rows: list[StepTrace]) -> str:
     )
 
 
-def render_result(result: RunResult, store_hint: str) -> RenderableType:
-    """The closing lines of ``ioh run``, ``ioh resume`` and ``ioh demo``."""
+def render_result(result: RunResult, store_hint: str, money: Money | None = None) -> RenderableType:
+    """The closing lines of ``ioh run``, ``ioh resume`` and ``ioh demo``.
+
+    ``money`` is the run's currency and cost budget: the spend is shown in the
+    one, and a run stopped by the other says why.
+    """
+    money = money or Money()
     lines = [
         f"outcome: {_outcome_style(result.outcome.value)} after {result.steps} steps, "
         f"{result.usage.total_tokens:,} tokens"
     ]
+    stopped = _cost_stop(result, money)
+    if stopped:
+        lines.append(f"[red]stopped:[/] {escape(stopped)}")
     if result.verification is not None:
         verdict = "verified" if result.verification.passed else "not verified"
         criterion = escape(result.verification.criterion.splitlines()[0])
         lines.append(f"{verdict}: {criterion}")
     if result.error is not None:
         lines.append(f"[red]provider error:[/] {escape(str(result.error))}")
-    if result.cost_micros or result.unpriced_calls:
-        lines.append(f"spend: {escape(spend(result.cost_micros, result.unpriced_calls))}")
+    if result.cost_micros or result.unpriced_calls or money.currency is not None:
+        said = run_spend(result.cost_micros, result.unpriced_calls, money.currency)
+        lines.append(f"spend: {escape(said)}")
     if result.sandbox == "none":
         lines.append("[yellow]commands ran without a sandbox[/]")
     elif result.sandbox is not None:
         lines.append(f"commands ran in the sandbox: {escape(result.sandbox)}")
     if result.request is not None:
-        run_id = escape(result.run_id) + escape(store_hint)
+        run_id = escape(shlex.quote(result.run_id)) + escape(store_hint)
         lines.append(
             f"[yellow]awaiting approval:[/] {escape(result.request.describe())}\n"
             f"decide: ioh approve {run_id} [--remember] | ioh deny {run_id} --reason TEXT"
             " (ioh pending shows the diff)"
         )
-    lines.append(f"trace: ioh show {escape(result.run_id)}{escape(store_hint)}")
+    lines.append(f"trace: ioh show {escape(shlex.quote(result.run_id))}{escape(store_hint)}")
     return Text.from_markup("\n".join(lines))
+
+
+def _cost_stop(result: RunResult, money: Money) -> str:
+    """Why a run stopped on its cost budget: spent, or too small for the call it would make.
+
+    The loop stops before a call the budget cannot cover: its prompt's tokens at
+    the model's cheapest input price already cost more than what is left.
+    """
+    budget = money.max_cost_micros
+    if result.outcome is not RunOutcome.COST_BUDGET_EXCEEDED or budget is None:
+        return ""
+    limit = format_money(budget, money.currency or "")
+    if result.cost_micros >= budget:
+        return f"the cost budget of {limit} is spent"
+    if result.steps == 0 and not result.cost_micros:
+        return (
+            f"the cost budget of {limit} could not cover the least the first call would cost "
+            "(its prompt at the model's cheapest input price), so no call was made"
+        )
+    spent = format_money(result.cost_micros, money.currency or "")
+    return (
+        f"what is left of the cost budget of {limit} ({spent} spent) could not cover the "
+        "least the next call would cost"
+    )
 
 
 class LiveReport:
@@ -550,6 +655,8 @@ class LiveReport:
     def __init__(self, console: Console) -> None:
         self.console = console
         self.status: Status | None = None
+        self.run_id: str | None = None
+        """The run driven (the first started: a sub-agent's start comes after its root's)."""
         self._lines: list[str] = []
         self._streamed = 0
 
@@ -561,7 +668,8 @@ class LiveReport:
         if isinstance(event, RunStarted):
             verb = "resumed" if event.resumed else "started"
             who = f"{event.provider} ({event.model})"
-            self.console.print(f"run {escape(event.run_id)} {verb} with {escape(who)}")
+            self.run_id = self.run_id or event.run_id
+            say(self.console, f"run {escape(event.run_id)} {verb} with {escape(who)}")
             self._status(f"step {event.step + 1}: waiting for the model")
         elif isinstance(event, TokenStreamed):
             self._streamed += len(event.delta.text)
@@ -570,9 +678,10 @@ class LiveReport:
                 f"({self._streamed:,} characters)"
             )
         elif isinstance(event, Retrying):
-            self.console.print(
+            say(
+                self.console,
                 f"  [yellow]provider {escape(event.error_kind)}, retry {event.attempt - 1} "
-                f"in {event.delay:.1f} s[/]"
+                f"in {event.delay:.1f} s[/]",
             )
         elif isinstance(event, ToolCalled):
             mark = "[red]error[/]" if event.is_error else "[green]ok[/]"
@@ -582,7 +691,7 @@ class LiveReport:
                 f"  [yellow]deferred[/] {escape(event.act)} {escape(event.target)} "
                 f"({escape(event.tool)}): waiting for a decision"
             )
-            self.console.print("\n".join(self._lines))
+            say(self.console, "\n".join(self._lines))
             self._lines = []
         elif isinstance(event, Verified):
             verdict = "[green]PASS[/]" if event.passed else "[red]FAIL[/]"
@@ -593,7 +702,7 @@ class LiveReport:
             ]
             if event.text:
                 lines.append(f"  [dim]model:[/] {_one_line(event.text, 90)}")
-            self.console.print("\n".join(lines + self._lines))
+            say(self.console, "\n".join(lines + self._lines))
             self._lines = []
             self._streamed = 0
             self._status(f"step {event.step + 1}: waiting for the model")

@@ -12,7 +12,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from io_harness.cli._text import escape
+from io_harness.cli._text import Natural, escape, say
 from io_harness.loop import DEFAULT_SANDBOX, NO_SANDBOX, SandboxChoice
 from io_harness.sandbox import BackendReport, SandboxConfig, SandboxError, probe, select
 from io_harness.sandbox._cgroups import cgroups_report
@@ -46,7 +46,7 @@ def sandbox_choice(args: argparse.Namespace, console: Console) -> SandboxChoice:
 def cmd_doctor(args: argparse.Namespace, console: Console) -> int:
     """``ioh doctor``: every backend this machine offers, and which one a run gets."""
     caps = cgroups_report() if sys.platform == "linux" else ""
-    console.print(render_doctor(probe(), _default_backend(), caps))
+    say(console, render_doctor(probe(), _default_backend(), caps))
     if args.contract is not None:
         from io_harness.cli._mcp import render_servers
 
@@ -134,8 +134,8 @@ def render_doctor(
             f"a run with the default configuration gets: [bold]{escape(default)}[/]"
         )
     if caps:
-        return Group(table, Text(f"caps: {caps}"), verdict)
-    return Group(table, verdict)
+        return Group(Natural(table), Text(f"caps: {caps}"), verdict)
+    return Group(Natural(table), verdict)
 
 
 def _first_line(text: str, limit: int = 70) -> str:

@@ -1,12 +1,18 @@
-"""Text from a run, made safe to print: no markup and no terminal control sequences."""
+"""Text from a run, made safe to print (no markup, no terminal control sequences), and printed
+wrapped at a terminal, whole elsewhere."""
 
 from __future__ import annotations
 
 import re
 
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.markup import escape as _escape_markup
+from rich.measure import Measurement
 
-__all__ = ["escape", "shown"]
+__all__ = ["Natural", "escape", "say", "shown"]
+
+_UNBOUNDED = 1 << 16
+"""Columns a renderable may take where nothing wraps it (a file, a pipe)."""
 
 # C0 controls but tab and newline, DEL, and the C1 controls (``\x9b`` is a CSI too).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -26,3 +32,28 @@ def shown(text: str) -> str:
 def escape(text: str) -> str:
     """``text`` for ``Text.from_markup``: markup escaped, control characters :func:`shown`."""
     return _escape_markup(shown(text))
+
+
+def say(console: Console, *objects: RenderableType) -> None:
+    """Print: at a terminal, wrapped to its width; elsewhere (a file, a pipe), each line whole.
+
+    A line a program reads, or a person copies from a log, is worth more whole
+    than folded at a width no one chose.
+    """
+    console.print(*objects, soft_wrap=not console.is_terminal)
+
+
+class Natural:
+    """A renderable that lays itself out to its width (a table) at its natural width when
+    not at a terminal, so a pipe or a file gets its rows whole, not folded at 80 columns."""
+
+    def __init__(self, inner: RenderableType) -> None:
+        self.inner = inner
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if console.is_terminal:
+            yield self.inner
+            return
+        wide = options.update_width(_UNBOUNDED)
+        width = Measurement.get(console, wide, self.inner).maximum
+        yield from console.render(self.inner, wide.update_width(width))

@@ -1,0 +1,332 @@
+"""What ``ioh`` prints: runs that fit a terminal, spend in its currency, whole lines in a pipe."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import crash_worker
+from io_harness import Record, Store, TaskContract, Usage, run_sync
+from io_harness.cli import main
+from io_harness.errors import ProviderError
+from io_harness.testing import ScriptedProvider, call, reply
+
+IOH = Path(sys.executable).with_name("ioh")
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+STARTED = re.compile(r"\d\d-\d\d \d\d:\d\d")
+LONG_GOAL = "make every greeting in the notes file say hello to the whole wide world, politely"
+PRICES = 'currency = "USD"\n[models."priced"]\ninput = 1\noutput = 1\n'
+"""Prices for the served model ``priced`` only: a call served as ``other`` is unpriced."""
+DEAR = 'currency = "EUR"\n[models."priced"]\ninput = 1000\noutput = 1000\n'
+"""Prices so high that no call fits a budget of one micro-euro."""
+
+
+@pytest.fixture(autouse=True)
+def _piped_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What a pipe or file gets by default; the terminal tests below say otherwise.
+    for name in ("TTY_COMPATIBLE", "FORCE_COLOR", "TTY_INTERACTIVE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COLUMNS", "80")
+
+
+def at_a_terminal(monkeypatch: pytest.MonkeyPatch, columns: int = 80) -> None:
+    """Make ``ioh``'s console a terminal of ``columns`` (without colours to strip)."""
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    monkeypatch.setenv("TERM", "dumb")
+    monkeypatch.setenv("COLUMNS", str(columns))
+    monkeypatch.setenv("LINES", "25")  # a dumb terminal's size is 80x25 unless both are said
+
+
+class Workspace:
+    """A contract (with an optional ``[budget]``), price tables, a store and cassettes."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp = tmp_path
+        (tmp_path / "ws").mkdir()
+        (tmp_path / "ws" / "notes.txt").write_text("say hello\n")
+        self.store = tmp_path / "runs.db"
+        self.prices = tmp_path / "prices.toml"
+        self.prices.write_text(PRICES)
+        self.dear = tmp_path / "dear.toml"
+        self.dear.write_text(DEAR)
+
+    def contract(self, name: str, budget: str = "max_steps = 2\n") -> Path:
+        path = self.tmp / f"{name}.toml"
+        path.write_text(
+            f'goal = "{LONG_GOAL}"\nroot = "ws"\n'
+            '[verify]\nkind = "workspace_file_contains"\nfile = "out.txt"\nneedle = "hello"\n'
+            f"[budget]\n{budget}"
+        )
+        return path
+
+    def cassette(self, model: str = "unlisted") -> Path:
+        """Two answers: one served by the priced model, one by a model with no price; the
+        provider's own ``model`` is what the cost budget is checked against."""
+        cassette = self.tmp / f"{model}.jsonl"
+        scripted = ScriptedProvider(
+            [
+                reply(
+                    calls=[call("read_file", path="notes.txt")],
+                    usage=Usage(input_tokens=1000, output_tokens=100),
+                    model="priced",
+                ),
+                reply(
+                    calls=[call("read_file", path="notes.txt")],
+                    usage=Usage(input_tokens=1000, output_tokens=100),
+                    model="other",
+                ),
+            ],
+            model=model,
+        )
+        contract = TaskContract.from_toml(self.contract("record"))
+        run_sync(contract, Record(scripted, cassette))
+        return cassette
+
+    def ioh(self, *argv: str) -> int:
+        return main([*argv, "--store", str(self.store)])
+
+
+def run_id_in(output: str) -> str:
+    found = re.search(r"ioh show (\S+)", output)
+    assert found, output
+    return found.group(1)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Workspace:
+    return Workspace(tmp_path)
+
+
+@pytest.fixture
+def three_runs(workspace: Workspace, capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
+    """A run with priced and unpriced calls, one stopped by its cost budget before its first
+    call, one whose provider failed before any answer without a price table: by kind, ids."""
+    cassette = workspace.cassette()
+    ids = {}
+    status = workspace.ioh(
+        "run",
+        str(workspace.contract("mixed")),
+        "--provider",
+        f"replay:{cassette}",
+        "--prices",
+        str(workspace.prices),
+    )
+    assert status == 1  # the step cap, after both answers
+    ids["mixed"] = run_id_in(capsys.readouterr().out)
+    status = workspace.ioh(
+        "run",
+        str(workspace.contract("broke", "max_cost = 0.000001\n")),
+        "--provider",
+        f"replay:{workspace.cassette('priced')}",
+        "--prices",
+        str(workspace.dear),
+    )
+    assert status == 1
+    ids["broke"] = run_id_in(capsys.readouterr().out)
+    failing = ScriptedProvider([ProviderError("auth", "no such key")])
+    with Store.open(workspace.store) as store:
+        contract = TaskContract.from_toml(workspace.contract("failed"))
+        result = run_sync(contract, failing, store=store, run_id="failed-before-any-answer")
+    assert result.outcome == "provider_failed"
+    ids["failed"] = result.run_id
+    return ids
+
+
+# -- ioh runs fits a terminal of 80 columns ---------------------------------------------------
+
+
+def test_every_runs_line_fits_80_columns_with_its_cells_aligned(
+    workspace: Workspace,
+    three_runs: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    at_a_terminal(monkeypatch)
+
+    assert workspace.ioh("runs") == 0
+
+    lines = ANSI.sub("", capsys.readouterr().out).splitlines()
+    assert all(len(line) <= 80 for line in lines), "\n".join(lines)
+    header = lines[0]
+    assert header.split() == ["run", "status", "steps", "tokens", "spend", "started"]
+    for run_id in three_runs.values():
+        (row,) = [line for line in lines if line.startswith(run_id + " ")]
+        started = STARTED.search(row)
+        assert started is not None, row
+        assert started.start() == header.index("started"), "\n".join(lines)
+        below = lines[lines.index(row) + 1]
+        assert below.startswith("  make every greeting")  # the goal on a line of its own
+    # What did not fit is cut where it shows, never silently.
+    assert "cost_budget_exceeded" not in "\n".join(lines)
+    assert any("…" in line and line.startswith(three_runs["broke"]) for line in lines)
+
+
+def test_a_wide_terminal_shows_every_cell_whole_and_the_goal_inline(
+    workspace: Workspace,
+    three_runs: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    at_a_terminal(monkeypatch, columns=200)
+
+    assert workspace.ioh("runs") == 0
+
+    lines = ANSI.sub("", capsys.readouterr().out).splitlines()
+    (broke,) = [line for line in lines if line.startswith(three_runs["broke"])]
+    assert "cost_budget_exceeded" in broke and LONG_GOAL in broke
+    assert "…" not in "\n".join(lines)
+
+
+def test_piped_runs_lines_are_whole(
+    workspace: Workspace, three_runs: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert workspace.ioh("runs") == 0
+
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4  # the header and one line a run: nothing wrapped, nothing below
+    (mixed,) = [line for line in lines if line.startswith(three_runs["mixed"])]
+    assert "0.001100 USD + 1 unpriced call " in mixed and mixed.endswith(LONG_GOAL)
+    assert "…" not in "\n".join(lines)
+
+
+# -- spend: unpriced, never zero; the currency; why a cost budget stopped a run ------------------
+
+
+def test_a_run_without_prices_is_unpriced_never_zero(
+    workspace: Workspace, three_runs: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    failed = three_runs["failed"]
+
+    assert workspace.ioh("runs") == 0
+    (row,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith(failed)]
+    assert workspace.ioh("show", failed) == 0
+    shown = capsys.readouterr().out
+
+    assert "0.000000" not in row and " unpriced " in row
+    assert "spend: unpriced\n" in shown and "0.000000" not in shown
+
+
+def test_spend_is_in_the_price_tables_currency(
+    workspace: Workspace, three_runs: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    mixed = three_runs["mixed"]
+
+    assert workspace.ioh("resume", mixed) == 1  # a finished run: its closing lines again
+    closing = capsys.readouterr().out
+    assert workspace.ioh("show", mixed) == 0
+    shown = capsys.readouterr().out
+
+    # 1000 in and 100 out at 1 per million: 0.001100, and a call the table has no price for.
+    assert "spend: 0.001100 USD + 1 unpriced call\n" in closing
+    assert "spend: 0.001100 USD + 1 unpriced call\n" in shown
+    assert "cost 0.001100 USD" in shown
+
+
+def test_a_cost_budget_too_small_for_the_first_call_says_so(
+    workspace: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cassette = workspace.cassette("priced")
+
+    status = workspace.ioh(
+        "run",
+        str(workspace.contract("broke", "max_cost = 0.000001\n")),
+        "--provider",
+        f"replay:{cassette}",
+        "--prices",
+        str(workspace.dear),
+    )
+
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "outcome: cost_budget_exceeded after 0 steps" in out
+    assert (
+        "stopped: the cost budget of 0.000001 EUR could not cover the least the first call "
+        "would cost" in out
+    )
+    assert "spend: 0.000000 EUR" in out  # priced, and nothing spent
+
+
+# -- not at a terminal, lines are whole ------------------------------------------------------
+
+
+def test_run_output_to_a_pipe_is_not_wrapped(
+    workspace: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cassette = workspace.cassette()
+    deep = workspace.tmp / ("a-store-folder-with-a-long-name-" * 3)
+    deep.mkdir()
+    store = deep / "runs.db"
+
+    main(
+        [
+            "run",
+            str(workspace.contract("piped")),
+            "--provider",
+            f"replay:{cassette}",
+            "--store",
+            str(store),
+            "--run-id",
+            "piped",
+        ]
+    )
+
+    out = capsys.readouterr().out
+    assert f"trace: ioh show piped --store {store}\n" in out
+    assert "provider error" not in out
+
+
+def test_policy_show_to_a_pipe_keeps_long_rules_whole(
+    workspace: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    policy = workspace.tmp / "policy.toml"
+    far = "a/" + "very-deeply-nested-folder/" * 4 + "file.txt"
+    policy.write_text(f'[policy]\n[policy.layers.mine]\nask_write = ["{far}"]\n')
+
+    assert main(["policy", "show", str(policy)]) == 0
+    shown = capsys.readouterr().out
+
+    assert any(far in line for line in shown.splitlines()), shown
+
+
+def test_doctor_to_a_pipe_keeps_each_backend_on_one_line(
+    tmp_path: Path,
+) -> None:
+    done = subprocess.run(
+        [str(IOH), "doctor"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "60"},
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("│")]
+    names = [row.split("│")[1].strip() for row in rows]
+    assert "" not in names, done.stdout  # no row folded onto a second line
+    assert "floor" in names
+
+
+def test_a_run_whose_process_died_shows_as_interrupted_with_its_resume_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, root = tmp_path / "runs.db", tmp_path / "ws"
+    root.mkdir()
+    killed = subprocess.run(
+        [sys.executable, crash_worker.__file__, str(db), str(root), "run", "crashy", "2", "call"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+
+    assert main(["runs", "--store", str(db)]) == 0
+
+    out = capsys.readouterr().out
+    assert "interrupted" in out and "running" not in out
+    assert f"ioh resume crashy --store {db} continues one" in out
