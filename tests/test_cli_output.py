@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -330,3 +332,24 @@ def test_a_run_whose_process_died_shows_as_interrupted_with_its_resume_command(
     out = capsys.readouterr().out
     assert "interrupted" in out and "running" not in out
     assert f"ioh resume crashy --store {db} continues one" in out
+
+
+def test_ioh_show_shows_what_it_can_of_a_run_with_text_that_is_not_utf8(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, root = tmp_path / "runs.db", tmp_path / "ws"
+    root.mkdir()
+    done = subprocess.run(
+        [sys.executable, crash_worker.__file__, str(db), str(root), "run", "odd", "0", "none"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with contextlib.closing(sqlite3.connect(db)) as raw:
+        raw.execute("UPDATE tool_calls SET result = CAST(X'ff6f6b' AS TEXT) WHERE step = 1")
+        raw.commit()
+
+    assert main(["show", "odd", "--store", str(db)]) == 0
+
+    out = capsys.readouterr().out
+    assert "holds text that is not UTF-8 in tool_calls row 1, column result" in out
+    assert "success" in out

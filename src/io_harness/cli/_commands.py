@@ -51,6 +51,7 @@ from io_harness.pricing import PriceTable
 from io_harness.providers import Provider, Replay
 from io_harness.providers._spec import provider_from_specs
 from io_harness.store import RunSummary, SqliteStore, Store
+from io_harness.store._sqlite import UndecodableError
 
 __all__ = [
     "cmd_decide",
@@ -293,10 +294,20 @@ def cmd_show(args: argparse.Namespace, console: Console) -> int:
 
     At a terminal, lines wrap to its width; piped, each line is whole.
     """
+    damaged = None
     with _existing_store(args.store) as store:
-        trace = store.trace(args.run_id)
+        try:
+            trace = store.trace(args.run_id)
+        except UndecodableError as exc:  # show what can be shown, and say what cannot
+            trace, damaged = store.trace(args.run_id, undecodable="replace"), str(exc)
+        trace = trace.model_copy(update={"run": _as_driven(store, trace.run)})
         currency = _currency(store, args.run_id)
+    if damaged is not None:
+        say(console, f"warning: {escape(damaged)}; its bad bytes show as \ufffd")
     say(console, render_trace(trace, args.view, currency))
+    if trace.run.status == INTERRUPTED:
+        command = resume_command(trace.run.id, _store_hint(args))
+        say(console, f"interrupted: nobody drives it; {command} continues it")
     return 0
 
 

@@ -72,7 +72,7 @@ from io_harness.store._trace import (
     trace_records,
 )
 
-__all__ = ["SqliteStore"]
+__all__ = ["SqliteStore", "UndecodableError"]
 
 Durability = Literal["full", "normal"]
 
@@ -502,7 +502,7 @@ class SqliteStore(Store):
             return self._trace(run_id)
         except _Undecodable:
             where = self._undecodable_row(run_id)
-            raise StorageError(
+            raise UndecodableError(
                 f"run {run_id!r} holds text that is not UTF-8 in {where} of {self.location}; "
                 "read it with trace(run_id, undecodable='replace') (ioh show does)"
             ) from None
@@ -541,6 +541,10 @@ _RUN_TABLES = (
 
 class _Undecodable(StorageError):
     """A read met text that is not UTF-8."""
+
+
+class UndecodableError(StorageError):
+    """A run holds text that is not UTF-8 (a damaged store); the message names the row."""
 
 
 def _utf8(data: bytes) -> bool:
