@@ -10,6 +10,7 @@ from pydantic import ConfigDict, field_validator
 
 from io_harness._validation import CheckedModel
 from io_harness.errors import ConfigError
+from io_harness.policy._mandatory import mandatory_denial
 from io_harness.policy._rules import (
     Act,
     Effect,
@@ -239,6 +240,7 @@ class Policy(CheckedModel):
             raise ConfigError(f"Policy.explain: {exc}") from None
         normal = normalise_target(act, target)
         own = decide(self.layers, act, normal, self.defaults[act])
+        own = mandatory_denial(act, normal, own) or own
         if self.within is None:
             return own
         bound = self.within.explain(act, normal)

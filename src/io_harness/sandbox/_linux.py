@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from io_harness.policy._mandatory import RUNS_CODE_LATER
 from io_harness.sandbox._launch import launch_args
 from io_harness.sandbox._spawn import LAUNCHER, Command, ContainedSandbox, Wrapping
 
@@ -129,6 +130,8 @@ class BubblewrapSandbox(ContainedSandbox):
             args += ["--ro-bind", str(path), str(path)]
         workdir = "--ro-bind" if command.mode == "read_only" else "--bind"
         args += [workdir, str(command.workdir), str(command.workdir)]
+        for path in runs_code_later(command.workdir) if command.mode != "read_only" else ():
+            args += ["--ro-bind", str(path), str(path)]  # over the writable workdir
         for path in (*command.writable, command.scratch):
             args += ["--bind", str(path), str(path)]
         args += ["--seccomp", str(SECCOMP_FD), "--chdir", str(command.cwd), "--"]
@@ -158,6 +161,14 @@ def _hidden_by_private_folders(command: Command) -> list[Path]:
         if any(path.is_relative_to(folder) and path != folder for folder in _PRIVATE)
         and path.exists()
     )
+
+
+def runs_code_later(workdir: Path) -> list[Path]:
+    """The files that run code on the host later (the policy's :data:`RUNS_CODE_LATER`)
+    that exist at the top of ``workdir``: a command may not change them (bubblewrap binds
+    each read-only), as the agent's own writes may not."""
+    found = [workdir / entry for entry in RUNS_CODE_LATER]
+    return [path for path in found if path.exists() and not path.is_symlink()]
 
 
 def _confining_steps(command: Command) -> dict[str, Any]:
