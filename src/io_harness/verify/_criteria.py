@@ -6,13 +6,13 @@ import difflib
 import secrets
 import shlex
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from io_harness._scratch import scratch_folder
 from io_harness.sandbox import SandboxOutcome
 from io_harness.tools._workspace import PathRefused, Workspace
 from io_harness.verify._base import (
@@ -202,8 +202,8 @@ class Command(CriterionBase):
         # subject that ends the interpreter early or leaves no test collected cannot pass.
         key = RunKey()
         with (
-            tempfile.TemporaryDirectory(prefix="ioh-plugin-") as plugin,
-            tempfile.TemporaryDirectory(prefix="ioh-record-") as records,
+            scratch_folder("plugin") as plugin,
+            scratch_folder("record") as records,
         ):
             # A per-run module name: a workspace file cannot stand in for the plugin.
             module = f"ioh_record_{secrets.token_hex(8)}"

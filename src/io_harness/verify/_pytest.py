@@ -7,12 +7,12 @@ import hashlib
 import importlib.util
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
 
+from io_harness._scratch import scratch_folder
 from io_harness._validation import read_config_text
 from io_harness.errors import ConfigError
 from io_harness.sandbox import SandboxOutcome
@@ -105,8 +105,8 @@ class PytestPasses(CriterionBase):
         expected = defined_tests(self.test_src)
         key = RunKey()
         with (
-            tempfile.TemporaryDirectory(prefix="ioh-criterion-") as harness,
-            tempfile.TemporaryDirectory(prefix="ioh-record-") as records,
+            scratch_folder("criterion") as harness,
+            scratch_folder("record") as records,
         ):
             harness_dir = Path(harness)
             runner_dir, tests_dir = harness_dir / "runner", harness_dir / "tests"
