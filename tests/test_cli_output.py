@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import crash_worker
-from io_harness import Record, Store, TaskContract, Usage, run_sync
+from io_harness import Record, Store, TaskContract, Usage, WorkspaceFileContains, run_sync
 from io_harness.cli import main
 from io_harness.errors import ProviderError
 from io_harness.testing import ScriptedProvider, call, reply
@@ -353,3 +353,23 @@ def test_ioh_show_shows_what_it_can_of_a_run_with_text_that_is_not_utf8(
     out = capsys.readouterr().out
     assert "holds text that is not UTF-8 in tool_calls row 1, column result" in out
     assert "success" in out
+
+
+def test_ioh_show_cuts_a_long_argument_visibly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, root = tmp_path / "runs.db", tmp_path / "ws"
+    root.mkdir()
+    long_text = "y" * 200
+    provider = ScriptedProvider(
+        [reply(calls=[call("write_file", path="done.txt", content=f"done {long_text}")])]
+    )
+    contract = TaskContract.workspace("g", root, WorkspaceFileContains("done.txt", "done"))
+    with Store.open(db) as store:
+        run_sync(contract, provider, store=store, run_id="long")
+
+    assert main(["show", "long", "--store", str(db)]) == 0
+
+    out = capsys.readouterr().out
+    assert 'path="done.txt"' in out  # a short argument is whole
+    assert f'content="done {"y" * 34}… [+167 chars]' in out

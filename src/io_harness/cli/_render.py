@@ -227,8 +227,20 @@ def _arguments(raw: str) -> str:
     except json.JSONDecodeError:
         return raw
     if isinstance(value, dict):
-        return ", ".join(f"{k}={json.dumps(v)[:40]}" for k, v in value.items())
+        return ", ".join(f"{k}={_argument(v)}" for k, v in value.items())
     return str(value)
+
+
+_ARGUMENT_CHARS = 40
+"""How much of one argument's JSON a trace line shows; a longer one is cut, visibly."""
+
+
+def _argument(value: object) -> str:
+    """One argument's JSON, cut with a count of what was left out when it is long."""
+    text = json.dumps(value, ensure_ascii=False)
+    if len(text) <= _ARGUMENT_CHARS:
+        return text
+    return f"{text[:_ARGUMENT_CHARS]}… [+{len(text) - _ARGUMENT_CHARS} chars]"
 
 
 def render_trace(
