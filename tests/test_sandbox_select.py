@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +12,6 @@ from io_harness.errors import ConfigError, SandboxError
 from io_harness.sandbox import (
     SandboxConfig,
     SandboxLimits,
-    copy_back,
     probe,
     select,
 )
@@ -74,34 +72,6 @@ def test_limits_are_checked() -> None:
         SandboxLimits(cpu_seconds=0)
     with pytest.raises(ConfigError, match="surprise"):
         SandboxLimits(surprise=1)  # type: ignore[call-arg]
-
-
-def test_copy_back_copies_only_allowed_regular_files(tmp_path: Path) -> None:
-    work, dest = tmp_path / "work", tmp_path / "dest"
-    (work / "src").mkdir(parents=True)
-    dest.mkdir()
-    (work / "src" / "app.py").write_text("print('new')\n")
-    (work / "secret.env").write_text("KEY=1\n")
-    (tmp_path / "outside.txt").write_text("not yours\n")
-    os.symlink(tmp_path / "outside.txt", work / "link.txt")
-    os.symlink("src/app.py", work / "inner-link.py")
-
-    report = copy_back(
-        work,
-        dest,
-        ["src/app.py", "secret.env", "link.txt", "inner-link.py", "../outside.txt", "gone.txt"],
-        allowed=lambda path: not path.endswith(".env"),
-    )
-
-    assert report.copied == ["src/app.py"]
-    assert (dest / "src" / "app.py").read_text() == "print('new')\n"
-    refused = dict(report.refused)
-    assert "policy" in refused["secret.env"]
-    assert "outside" in refused["link.txt"]
-    assert refused["inner-link.py"] == "not a regular file"
-    assert "'..'" in refused["../outside.txt"]
-    assert "cannot read" in refused["gone.txt"]
-    assert not (dest / "secret.env").exists()
 
 
 @linux_only

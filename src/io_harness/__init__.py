@@ -14,7 +14,7 @@ load on first use, so ``import io_harness`` costs almost nothing.
 
 Two submodules are public too, each owning what its docstring names:
 ``io_harness.testing`` (test doubles) and ``io_harness.sandbox`` (backends,
-``select``, ``probe``, ``copy_back``).
+``select``, ``probe``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,6 @@ returns the first that gives the containment asked for, or raises
 """
 
 from io_harness.errors import SandboxError
-from io_harness.sandbox._copy import CopyReport, copy_back
 from io_harness.sandbox._direct import DIRECT, run_direct
 from io_harness.sandbox._linux import (
     BubblewrapSandbox,
@@ -32,7 +31,6 @@ __all__ = [
     "BackendReport",
     "BubblewrapSandbox",
     "Cap",
-    "CopyReport",
     "FloorSandbox",
     "LandlockSandbox",
     "NamespacesSandbox",
@@ -45,7 +43,6 @@ __all__ = [
     "SandboxLimits",
     "SandboxMode",
     "SandboxOutcome",
-    "copy_back",
     "probe",
     "run_direct",
     "select",

@@ -12,9 +12,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from io_harness._paths import PathRefused, Workspace
 from io_harness._scratch import scratch_folder
 from io_harness.sandbox import SandboxOutcome
-from io_harness.tools._workspace import PathRefused, Workspace
 from io_harness.verify._base import (
     MISSING,
     CriterionBase,
