@@ -132,6 +132,9 @@ class BubblewrapSandbox(ContainedSandbox):
         args += [workdir, str(command.workdir), str(command.workdir)]
         for path in runs_code_later(command.workdir) if command.mode != "read_only" else ():
             args += ["--ro-bind", str(path), str(path)]  # over the writable workdir
+        if command.config.network != "open":
+            for socket in host_unix_sockets(command):
+                args += ["--ro-bind", "/dev/null", str(socket)]  # connect() there now fails
         for path in (*command.writable, command.scratch):
             args += ["--bind", str(path), str(path)]
         args += ["--seccomp", str(SECCOMP_FD), "--chdir", str(command.cwd), "--"]
@@ -169,6 +172,33 @@ def runs_code_later(workdir: Path) -> list[Path]:
     each read-only), as the agent's own writes may not."""
     found = [workdir / entry for entry in RUNS_CODE_LATER]
     return [path for path in found if path.exists() and not path.is_symlink()]
+
+
+def host_unix_sockets(command: Command) -> list[Path]:
+    """The host's listening Unix sockets a command must not reach: every one in
+    ``/proc/net/unix`` but those under a private folder (hidden already), under the
+    command's own folders, or allowed by the configuration."""
+    try:
+        table = Path("/proc/net/unix").read_text().splitlines()[1:]
+    except OSError:
+        return []
+    own = (command.workdir, command.scratch, *command.writable, *command.readable)
+    allowed = {Path(p) for p in command.config.allow_unix_sockets}
+    found: set[Path] = set()
+    for line in table:
+        fields = line.split(None, 7)
+        # Num RefCount Protocol Flags Type St Inode Path; flag 0x10000: listening.
+        if len(fields) < 8 or not int(fields[3], 16) & 0x10000 or not fields[7].startswith("/"):
+            continue
+        path = Path(fields[7])
+        if (
+            path in allowed
+            or any(path.is_relative_to(folder) for folder in (*_PRIVATE, *own))
+            or not path.exists()
+        ):
+            continue
+        found.add(path)
+    return sorted(found)
 
 
 def _confining_steps(command: Command) -> dict[str, Any]:

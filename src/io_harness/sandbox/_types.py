@@ -90,6 +90,10 @@ class SandboxConfig(CheckedModel):
     allow_hosts: tuple[str, ...] = ()
     """With ``network="allow_list"``: ``host`` or ``host:port`` globs the proxy lets through
     (``*.example.com`` matches subdomains). A per-connection check can narrow it further."""
+    allow_unix_sockets: tuple[str, ...] = ()
+    """Paths of the host's Unix sockets a command may connect to (a database's, say); with
+    a closed network every other listening socket outside the command's folders is hidden
+    (bubblewrap)."""
     backends: tuple[str, ...] | None = None
     """The backends to consider, in order (names from :data:`BACKENDS`); ``None``: this
     platform's chain."""

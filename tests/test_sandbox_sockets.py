@@ -1,0 +1,67 @@
+"""Host Unix sockets: a sandboxed command reaches none outside its folders unless allowed.
+
+A daemon listens on a Unix socket under /var/tmp (outside /run and /tmp, which
+bubblewrap makes private anyway); a command in the sandbox tries to connect.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from io_harness.sandbox import BubblewrapSandbox, SandboxConfig
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap is Linux's")
+
+CONNECT = (
+    "import socket, sys\n"
+    "s = socket.socket(socket.AF_UNIX)\n"
+    "try:\n"
+    "    s.connect(sys.argv[1])\n"
+    "except OSError as exc:\n"
+    "    print('refused', exc.errno)\n"
+    "else:\n"
+    "    print('connected')\n"
+)
+
+
+@pytest.fixture
+def daemon() -> Iterator[Path]:
+    path = Path("/var/tmp") / f"ioh-test-{uuid.uuid4().hex}.sock"
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(path))
+    listener.listen()
+    try:
+        yield path
+    finally:
+        listener.close()
+        path.unlink(missing_ok=True)
+
+
+async def _connect(tmp_path: Path, path: Path, config: SandboxConfig) -> str:
+    outcome = await BubblewrapSandbox(config).run(
+        [sys.executable, "-c", CONNECT, str(path)], workdir=tmp_path
+    )
+    assert outcome.exit_code == 0, outcome.stderr
+    return outcome.stdout.strip()
+
+
+async def test_a_host_daemons_socket_is_hidden_from_a_command(tmp_path: Path, daemon: Path) -> None:
+    said = await _connect(tmp_path, daemon, SandboxConfig())
+    assert said.startswith("refused"), said
+
+
+async def test_a_socket_the_configuration_allows_is_reached(tmp_path: Path, daemon: Path) -> None:
+    allowed = SandboxConfig(allow_unix_sockets=(str(daemon),))
+    assert await _connect(tmp_path, daemon, allowed) == "connected"
+
+
+async def test_an_open_network_leaves_the_hosts_sockets_as_they_are(
+    tmp_path: Path, daemon: Path
+) -> None:
+    assert await _connect(tmp_path, daemon, SandboxConfig(network="open")) == "connected"
