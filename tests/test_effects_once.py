@@ -22,9 +22,10 @@ from io_harness import Store
 
 WORKER = Path(worker.__file__)
 SEEDS = range(50)
-MOMENTS = {"call": worker.EDITS + 1, "tool": 2 * worker.EDITS + 1, "intent": 2 * worker.EDITS + 1,
+MOMENTS = {"call": worker.EDITS + 1, "tool": 2 * worker.EDITS + 1, "intent": worker.EDITS,
            "commit": 2 * worker.EDITS + 2}  # fmt: skip
-"""How many of each moment an uninterrupted run has (a commit and a journal a step)."""
+"""How many of each moment an uninterrupted run has: a journal and a commit a step; an
+intent stored on its own for each note (an edit's rides with its step's journal)."""
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -12,9 +12,10 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 
-from io_harness.tools._names import MEMORY_PREFIX  # plain names: no tool is imported
+__all__ = ["MEMORY_PREFIX", "SKIPPED_DIRS", "PathRefused", "Workspace"]
 
-__all__ = ["SKIPPED_DIRS", "PathRefused", "Workspace"]
+MEMORY_PREFIX = "memory:"
+"""The policy's targets for memory are ``memory:<key>`` (a write); no workspace path takes it."""
 
 SKIPPED_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__"})
 """Folders that walks (grep, find) never enter: tool state, not the subject."""

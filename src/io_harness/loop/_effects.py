@@ -24,9 +24,10 @@ from io_harness.tools import RunTools
 from io_harness.tools._base import ToolOutcome
 from io_harness.tools._names import MEMORY_PREFIX
 
-__all__ = ["acts_on_the_world", "intent_for", "taken_effect"]
+__all__ = ["FILE_TOOLS", "acts_on_the_world", "intent_for", "taken_effect"]
 
-_FILE_TOOLS = frozenset({"write_file", "edit_file"})
+FILE_TOOLS = frozenset({"write_file", "edit_file"})
+"""The calls whose effect shows in their files: an intent tells whether they took effect."""
 _REPEATABLE = frozenset({"spawn_agent", "remember", "forget"})
 """Calls that find what they did before (a spawn its child) or set a value again."""
 
@@ -56,7 +57,7 @@ def taken_effect(intent: Intent, call: ToolCall, root: Path) -> ToolOutcome | No
     """
     if call.name in _REPEATABLE:
         return None
-    if call.name in _FILE_TOOLS and intent.files:
+    if call.name in FILE_TOOLS:  # no files: its arguments were bad, and will be again
         changed = tuple(t for t, held in intent.files.items() if _digest(root / t) != held)
         if not changed:
             return None

@@ -31,10 +31,10 @@ from io_harness.loop._compaction import (
 )
 from io_harness.loop._context import failing_check_message
 from io_harness.loop._deferral import Deferrals, Resumption, stored_model
-from io_harness.loop._effects import acts_on_the_world, intent_for, taken_effect
+from io_harness.loop._effects import FILE_TOOLS, acts_on_the_world, intent_for, taken_effect
 from io_harness.loop._events import LIVE_EVENTS, emit, event_row, run_started
 from io_harness.loop._outcome import RunOutcome, RunResult
-from io_harness.loop._progress import DoneCall, StepProgress
+from io_harness.loop._progress import DoneCall, Intent, StepProgress
 from io_harness.loop._role import RunRole
 from io_harness.loop._sandboxing import RunSandbox, event_rows
 from io_harness.loop._tree import AgentNode
@@ -126,6 +126,10 @@ class Engine:
         self.journal = stored.journal_json
         self.journaling = False
         """The step in flight is journaled: each call's intent is stored before it acts."""
+        self.cut_short: Intent | None = None
+        """The intent of the call a crash cut short, read back with a journaled step."""
+        self.stored_intent: str | None = None
+        """The call whose intent went into the store with the step's answer."""
         self.chosen = chosen
         self.deferrals = Deferrals(stored.id, gate)
         self.finishing_deferred = False
@@ -218,6 +222,7 @@ class Engine:
                 # that step with it, rather than ask the model again.
                 progress = stored_model(StepProgress, self.journal, "a journal", self.run_id)
                 self.journal, self.journaling = None, True
+                self.cut_short, progress.intent = progress.intent, None
                 record.started_at = progress.started_at
                 record.earlier_cost_micros = progress.cost_micros
                 if self.node is not None:  # its children were still at work: drive them on
@@ -238,7 +243,7 @@ class Engine:
             self.store.commit_step(self.run_id, record)
             if record.counts_as_step:
                 self.journal = None  # the store cleared it with the step
-            self.journaling = False
+            self.journaling, self.stored_intent = False, None
             if outcome is not None and self.mcp is not None:
                 # After the step is safe: a slow close (an HTTP server's goodbye) cannot
                 # cost it. The close events join the trace on their own.
@@ -361,18 +366,18 @@ class Engine:
         """The conversation as the model is sent it: the transcript under the run's edits."""
         return tuple(self.view.apply(self.messages) if self.view.edits else self.messages)
 
-    def _taken_effect(self, call: ToolCall, progress: StepProgress) -> ToolOutcome | None:
+    def _taken_effect(self, call: ToolCall) -> ToolOutcome | None:
         """For the call that was acting when a crash cut its step short: what it did."""
-        intent = progress.intent
+        intent = self.cut_short
         if intent is None or intent.call_id != call.id:
             return None
-        progress.intent = None
+        self.cut_short = None
         return taken_effect(intent, call, self.contract.root)
 
     def _store_intent(self, call: ToolCall, progress: StepProgress, step: int) -> None:
         """Store, with the calls done so far, what ``call`` is about to change."""
-        if not acts_on_the_world(self.toolbox, call):
-            return
+        if call.id == self.stored_intent or not acts_on_the_world(self.toolbox, call):
+            return  # stored with the answer already, or it only reads
         progress.intent = intent_for(self.toolbox, call, self.contract.root)
         self.store.journal_step(self.run_id, step, progress.model_dump_json())
         progress.intent = None
@@ -469,6 +474,10 @@ class Engine:
         made, and its calls that acted are not repeated (see ``_effects.py``).
         """
         self.journaling = True
+        first = progress.assistant.tool_calls[0]
+        if first.name in FILE_TOOLS:  # its intent rides with the answer: one commit less
+            progress.intent = intent_for(self.toolbox, first, self.contract.root)
+            self.stored_intent = first.id
         entry = StepRecord(
             step=record.step,
             started_at=record.started_at,
@@ -480,6 +489,7 @@ class Engine:
             extra_usage=record.extra_usage,
         )
         self.store.commit_step(self.run_id, entry)
+        progress.intent = None
         record.earlier_cost_micros += entry.cost_micros
         record.attempts, record.compactions, record.extra_usage = [], [], Usage()
 
@@ -499,7 +509,7 @@ class Engine:
         calls = progress.assistant.tool_calls
         while len(progress.done) < len(calls):
             call = calls[len(progress.done)]
-            done = self._taken_effect(call, progress) or await self._call(
+            done = self._taken_effect(call) or await self._call(
                 call, progress, resume_at, record.step
             )
             if isinstance(done, Deferral):

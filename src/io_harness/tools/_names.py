@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from io_harness._paths import MEMORY_PREFIX
+
 __all__ = ["BUILTIN_TOOL_NAMES", "MCP_PREFIX", "MEMORY_PREFIX", "TOOL_NAME", "tool_name_problem"]
 
 BUILTIN_TOOL_NAMES = frozenset(
@@ -26,8 +28,6 @@ BUILTIN_TOOL_NAMES = frozenset(
 MCP_PREFIX = "mcp__"
 """The prefix of an MCP server's tools (``mcp__<server>__<tool>``): no caller tool takes it."""
 
-MEMORY_PREFIX = "memory:"
-"""The policy's targets for memory are ``memory:<key>`` (a write); no workspace path takes it."""
 
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 """The names every vendor accepts for a tool."""
