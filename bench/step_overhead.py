@@ -200,6 +200,7 @@ def _install_class_wrappers() -> None:
 
 def _wrap_store(store: Store, probe: Probe) -> None:
     commit_step = store.commit_step
+    journal_step = store.journal_step
 
     def timed_commit_step(run_id: str, record: Any) -> None:
         started = now()
@@ -207,11 +208,19 @@ def _wrap_store(store: Store, probe: Probe) -> None:
         ended = now()
         step = probe.current
         step.commit += ended - started
+        if record.journal_json is not None:
+            return  # an acting step's answer, journaled before its calls: part of the step
         step.end = ended
         probe.steps.append(step)
         probe.current = StepTimes(begin=now())
 
+    def timed_journal_step(run_id: str, step_number: int, progress_json: str) -> None:
+        started = now()
+        journal_step(run_id, step_number, progress_json)
+        probe.current.commit += now() - started  # a call's intent: the step's commit cost
+
     store.commit_step = timed_commit_step  # type: ignore[method-assign]
+    store.journal_step = timed_journal_step  # type: ignore[method-assign]
 
 
 def _provider(steps: int, probe: Probe) -> ScriptedProvider:
