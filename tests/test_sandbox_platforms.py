@@ -30,12 +30,13 @@ from io_harness.sandbox._jobobject import (
     JOB_OBJECT_MSG_ACTIVE_PROCESS_LIMIT,
     JOB_OBJECT_MSG_END_OF_JOB_TIME,
     JOB_OBJECT_MSG_JOB_MEMORY_LIMIT,
-    ExtendedLimitInformation,
     JobObjectSandbox,
-    _Output,
     cap_from_job,
-    extended_limit_information,
     job_limits,
+)
+from io_harness.sandbox._jobobject_ctypes import (
+    ExtendedLimitInformation,
+    extended_limit_information,
 )
 from io_harness.sandbox._seatbelt import (
     SANDBOX_EXEC,
@@ -443,17 +444,6 @@ def test_spent_user_time_is_the_cpu_cap_when_its_message_was_lost() -> None:
     assert cap_from_job([], user_time=9_999_999, limits=limits) is None
 
 
-def test_the_output_of_both_streams_counts_towards_one_cap() -> None:
-    output = _Output(100)
-    for sink, size in ((output.stdout, 60), (output.stderr, 60)):
-        read, write = os.pipe()
-        os.write(write, b"x" * size)
-        os.close(write)
-        with os.fdopen(read, "rb") as stream:
-            output.drain(stream, sink)
-        assert output.over.is_set() == (sink is output.stderr)
-
-
 def test_a_job_object_cannot_deny_the_network_so_it_needs_the_floor_accepted() -> None:
     assert not JobObjectSandbox.denies_network
     with pytest.raises(SandboxError, match="accept_floor"):
@@ -488,6 +478,20 @@ async def test_windows_a_command_runs_in_a_job(tmp_path: Path) -> None:
     outcome = await _job().run([sys.executable, "-c", "print('hi')"], workdir=tmp_path)
     assert (outcome.exit_code, outcome.stdout.strip(), outcome.backend) == (0, "hi", "job_object")
     assert [event.kind for event in outcome.events] == ["create", "exec", "destroy"]
+
+
+@windows_only
+async def test_windows_output_is_truncated_when_cut_not_when_it_shows_the_marker(
+    tmp_path: Path,
+) -> None:
+    marker = "[... 12 bytes of output cut here ...]"
+    printed = await _job().run([sys.executable, "-c", f"print({marker!r})"], workdir=tmp_path)
+    flooded = await _job(output_bytes=1000).run(
+        [sys.executable, "-c", "print('x' * 100000)"], workdir=tmp_path
+    )
+    assert (printed.exit_code, printed.truncated) == (0, False)
+    assert printed.stdout.strip() == marker
+    assert (flooded.cap_hit, flooded.truncated) == ("output", True)
 
 
 @windows_only

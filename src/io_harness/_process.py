@@ -5,6 +5,10 @@ comes through :func:`run_process`. It never uses a shell, starts the child in
 a new session so the whole group can be killed, and kills that group at the
 timeout and again after the leader exits, so that background children do not
 outlive the call. The OS sandbox wraps this seam in a later layer.
+
+:class:`CappedOutput` is the one keeper of a command's output, here and in
+every sandbox backend: the head and tail of each stream, and the count of
+what it cut.
 """
 
 from __future__ import annotations
@@ -14,20 +18,31 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, Literal, TypeVar
 
-__all__ = ["OUTPUT_CAP_BYTES", "ProcessOutcome", "in_thread", "run_process"]
+__all__ = [
+    "OUTPUT_CAP_BYTES",
+    "CappedOutput",
+    "ProcessOutcome",
+    "Stream",
+    "in_thread",
+    "run_process",
+]
 
 OUTPUT_CAP_BYTES = 1 << 20
 """Bytes kept per stream: the first and last halves; what lies between is counted."""
 
 _DRAIN_SECONDS = 2.0
 T = TypeVar("T")
+
+Stream = Literal["stdout", "stderr"]
+"""One of a command's two output streams."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +56,8 @@ class ProcessOutcome:
     timed_out: bool
     stdout: str
     stderr: str
+    truncated: bool
+    """Output was cut between its head and tail (the text marks where)."""
     duration: float
     spawn_error: str | None = None
     """Why the command could not start (not found, not executable), if it could not."""
@@ -57,43 +74,83 @@ class ProcessOutcome:
         return f"exit status {self.exit_code}"
 
 
-class _CappedBuffer:
-    """Keeps the head and tail of a stream and counts the bytes in between."""
+class CappedOutput:
+    """A command's stdout and stderr, each kept to its head and tail, the rest counted.
 
-    def __init__(self, cap: int) -> None:
-        self._half = cap // 2
-        self._head = bytearray()
-        self._tail = bytearray()
-        self._dropped = 0
+    Each stream keeps its first and last ``keep // 2`` bytes; the bytes between
+    are dropped and counted, and :meth:`text` marks where and how many. Whether
+    output was cut is that count (:attr:`truncated`), never a search of the text,
+    which a command may fill with the marker itself. With ``limit``, both streams
+    together are measured against it: past it :attr:`over_limit` is true and
+    ``on_limit`` is called at every feed (the sandboxes kill the command there).
+    Each stream may be fed from its own thread.
+    """
 
-    def feed(self, chunk: bytes) -> None:
-        room = self._half - len(self._head)
-        if room > 0:
-            self._head += chunk[:room]
-            chunk = chunk[room:]
-        if not chunk:
-            return
-        self._tail += chunk
-        excess = len(self._tail) - self._half
-        if excess > 0:
-            del self._tail[:excess]
-            self._dropped += excess
+    def __init__(
+        self, keep: int, *, limit: int | None = None, on_limit: Callable[[], None] | None = None
+    ) -> None:
+        self._half = keep // 2
+        self._head: dict[Stream, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
+        self._tail: dict[Stream, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
+        self._dropped: dict[Stream, int] = {"stdout": 0, "stderr": 0}
+        self._seen = 0
+        self._limit, self._on_limit = limit, on_limit
+        self._lock = threading.Lock()
 
-    def text(self) -> str:
-        head = self._head.decode("utf-8", "replace")
-        tail = self._tail.decode("utf-8", "replace")
-        if self._dropped:
-            return f"{head}\n[... {self._dropped} bytes of output cut here ...]\n{tail}"
+    @property
+    def dropped(self) -> int:
+        """Bytes cut from the middle of both streams."""
+        with self._lock:
+            return sum(self._dropped.values())
+
+    @property
+    def truncated(self) -> bool:
+        """Some output was cut: the kept text is not all the command wrote."""
+        return self.dropped > 0
+
+    @property
+    def over_limit(self) -> bool:
+        """Both streams together have passed ``limit``."""
+        with self._lock:
+            return self._limit is not None and self._seen > self._limit
+
+    def feed(self, stream: Stream, chunk: bytes) -> None:
+        """Keep what fits of ``chunk`` in ``stream``'s head, the rest in its tail."""
+        with self._lock:
+            self._seen += len(chunk)
+            over = self._limit is not None and self._seen > self._limit
+            head, tail = self._head[stream], self._tail[stream]
+            room = self._half - len(head)
+            if room > 0:
+                head += chunk[:room]
+                chunk = chunk[room:]
+            tail += chunk
+            excess = len(tail) - self._half
+            if excess > 0:
+                del tail[:excess]
+                self._dropped[stream] += excess
+        # Outside the lock: the callback kills, and may take its own locks.
+        if over and self._on_limit is not None:
+            self._on_limit()
+
+    def drain(self, stream: Stream, pipe: IO[bytes]) -> None:
+        """Feed ``stream`` from ``pipe`` until its end, then close the pipe."""
+        # Owns the pipe: a grandchild may hold it open past the call's return.
+        try:
+            while chunk := os.read(pipe.fileno(), 65536):
+                self.feed(stream, chunk)
+        finally:
+            pipe.close()
+
+    def text(self, stream: Stream) -> str:
+        """What ``stream`` kept, as text, the cut marked with the count of bytes it dropped."""
+        with self._lock:
+            head = self._head[stream].decode("utf-8", "replace")
+            tail = self._tail[stream].decode("utf-8", "replace")
+            dropped = self._dropped[stream]
+        if dropped:
+            return f"{head}\n[... {dropped} bytes of output cut here ...]\n{tail}"
         return head + tail
-
-
-def _drain(stream: IO[bytes], sink: _CappedBuffer) -> None:
-    # Owns the stream: a grandchild may hold the pipe open past the call's return.
-    try:
-        while chunk := os.read(stream.fileno(), 65536):
-            sink.feed(chunk)
-    finally:
-        stream.close()
 
 
 def _feed(stream: IO[bytes], data: bytes) -> None:
@@ -104,9 +161,13 @@ def _feed(stream: IO[bytes], data: bytes) -> None:
         stream.close()
 
 
-def _kill_group(pid: int) -> None:
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    if sys.platform == "win32":
+        # Windows has no process group to signal (start_new_session does nothing there).
+        proc.kill()
+        return
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 async def in_thread(function: Callable[[], T]) -> T:
@@ -148,9 +209,9 @@ async def run_process(
     """Run ``argv`` in ``cwd`` and wait at most ``timeout`` seconds.
 
     The child reads ``stdin`` (then end of input), or nothing. Its stdout and
-    stderr are captured, each kept to ``output_cap`` bytes with the cut stated
-    in the text. When the call is
-    cancelled, the group is killed before the cancellation goes on.
+    stderr are captured, each kept to ``output_cap`` bytes (its head and tail)
+    with the cut marked in the text and stated in ``truncated``. When the call
+    is cancelled, the group is killed before the cancellation goes on.
     """
     argv = tuple(argv)
     started = time.monotonic()
@@ -173,14 +234,15 @@ async def run_process(
             timed_out=False,
             stdout="",
             stderr="",
+            truncated=False,
             duration=time.monotonic() - started,
             spawn_error=f"{argv[0]}: {exc.strerror or exc}",
         )
-    out, err = _CappedBuffer(output_cap), _CappedBuffer(output_cap)
+    output = CappedOutput(output_cap)
     assert proc.stdout is not None and proc.stderr is not None
     drains = [
-        threading.Thread(target=_drain, args=(proc.stdout, out), daemon=True),
-        threading.Thread(target=_drain, args=(proc.stderr, err), daemon=True),
+        threading.Thread(target=output.drain, args=("stdout", proc.stdout), daemon=True),
+        threading.Thread(target=output.drain, args=("stderr", proc.stderr), daemon=True),
     ]
     for drain in drains:
         drain.start()
@@ -194,7 +256,7 @@ async def run_process(
     finally:
         # The group outlives its leader when the leader leaves children behind;
         # killing it also closes the pipes those children hold.
-        _kill_group(proc.pid)
+        _kill_group(proc)
         proc.wait()
     deadline = time.monotonic() + _DRAIN_SECONDS
 
@@ -209,7 +271,8 @@ async def run_process(
         exit_code=code if code >= 0 else None,
         signal=-code if code < 0 else None,
         timed_out=timed_out,
-        stdout=out.text(),
-        stderr=err.text(),
+        stdout=output.text("stdout"),
+        stderr=output.text("stderr"),
+        truncated=output.truncated,
         duration=time.monotonic() - started,
     )

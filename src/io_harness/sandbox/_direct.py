@@ -32,7 +32,7 @@ async def run_direct(
         cap_hit="wall" if outcome.timed_out else None,
         stdout=outcome.stdout,
         stderr=outcome.stderr,
-        truncated="bytes of output cut here ...]" in outcome.stdout + outcome.stderr,
+        truncated=outcome.truncated,
         duration=outcome.duration,
         spawn_error=outcome.spawn_error,
     )

@@ -29,9 +29,9 @@ import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from io_harness._process import OUTPUT_CAP_BYTES, _feed, in_thread
+from io_harness._process import OUTPUT_CAP_BYTES, CappedOutput, Stream, _feed, in_thread
 from io_harness.errors import SandboxError
 from io_harness.sandbox._cgroups import CommandCgroups
 from io_harness.sandbox._launch import launch_args
@@ -109,48 +109,6 @@ class Service:
     cwd: Path
     """The folder to start the launcher in (it enters the command's own folder itself)."""
     backend: str
-
-
-class _Output:
-    """Head and tail of one stream; the shared count decides the output cap."""
-
-    def __init__(self, keep: int, counter: _Counter) -> None:
-        self._half = keep // 2
-        self._head, self._tail = bytearray(), bytearray()
-        self.dropped = 0
-        self._counter = counter
-
-    def feed(self, chunk: bytes) -> None:
-        self._counter.add(len(chunk))
-        room = self._half - len(self._head)
-        if room > 0:
-            self._head += chunk[:room]
-            chunk = chunk[room:]
-        self._tail += chunk
-        excess = len(self._tail) - self._half
-        if excess > 0:
-            del self._tail[:excess]
-            self.dropped += excess
-
-    def text(self) -> str:
-        head = self._head.decode("utf-8", "replace")
-        tail = self._tail.decode("utf-8", "replace")
-        if self.dropped:
-            return f"{head}\n[... {self.dropped} bytes of output cut here ...]\n{tail}"
-        return head + tail
-
-
-class _Counter:
-    def __init__(self, cap: int, on_cap: Any) -> None:
-        self._total, self._cap, self._on_cap = 0, cap, on_cap
-        self._lock = threading.Lock()
-
-    def add(self, count: int) -> None:
-        with self._lock:
-            self._total += count
-            over = self._total > self._cap
-        if over:
-            self._on_cap("output")
 
 
 def _rlimits(limits: SandboxLimits, cgroups: CommandCgroups | None) -> dict[str, list[int]]:
@@ -437,9 +395,11 @@ class ContainedSandbox(abc.ABC):
         started = time.monotonic()
         spec, wrapping = self._spec(command, limits, cgroups)
         watch = _Watch(cgroups, started + limits.wall_seconds)
-        keep = min(limits.output_bytes, OUTPUT_CAP_BYTES)
-        counter = _Counter(limits.output_bytes, watch.hit)
-        out, err = _Output(keep, counter), _Output(keep, counter)
+        output = CappedOutput(
+            min(limits.output_bytes, OUTPUT_CAP_BYTES),
+            limit=limits.output_bytes,
+            on_limit=lambda: watch.hit("output"),
+        )
         try:
             proc = _start(spec, command, env)
         except (OSError, ValueError) as exc:  # E2BIG and the like: the command never ran
@@ -448,7 +408,7 @@ class ContainedSandbox(abc.ABC):
         if proc.stdin is not None:
             _feed(proc.stdin, stdin or b"")
         try:
-            await in_thread(lambda: watch.supervise(out, err))
+            await in_thread(lambda: watch.supervise(output))
         finally:
             _kill_tree(proc.pid, cgroups)
             proc.wait()
@@ -456,7 +416,7 @@ class ContainedSandbox(abc.ABC):
         status = _Status.of(proc.returncode, wrapping)
         cap = first_cap[0] if first_cap else _cap_after(status.signal, limits, watch.cpu_spent_ns)
         duration = time.monotonic() - started
-        stderr = err.text()
+        stderr = output.text("stderr")
         spawn_error = None
         if status.exit_code == _LAUNCH_FAILED and _LAUNCH_MARK in stderr:
             spawn_error = stderr.split(_LAUNCH_MARK, 1)[1].strip().splitlines()[0]
@@ -468,9 +428,10 @@ class ContainedSandbox(abc.ABC):
             exit_code=status.exit_code,
             signal=status.signal,
             cap_hit=cap,
-            stdout=out.text(),
+            stdout=output.text("stdout"),
             stderr=stderr,
-            truncated=bool(out.dropped or err.dropped or cap == "output"),
+            # Killed at the output cap, the command's output ends early even if none was cut.
+            truncated=output.truncated or cap == "output",
             duration=duration,
             spawn_error=spawn_error,
             events=tuple(events),
@@ -511,7 +472,7 @@ class _Watch:
         if self.proc is not None:
             _kill_tree(self.proc.pid, self.cgroups)
 
-    def supervise(self, out: _Output, err: _Output) -> None:
+    def supervise(self, output: CappedOutput) -> None:
         """Until the tree has ended: keep its output, watch its caps, kill at the first.
 
         One thread waits on the leader's pidfd and both pipes at once, so an exit
@@ -520,17 +481,21 @@ class _Watch:
         """
         proc = self.proc
         assert proc is not None and proc.stdout is not None and proc.stderr is not None
+        pipes: tuple[tuple[IO[bytes], Stream], ...] = (
+            (proc.stdout, "stdout"),
+            (proc.stderr, "stderr"),
+        )
         with selectors.DefaultSelector() as selector:
-            for stream, sink in ((proc.stdout, out), (proc.stderr, err)):
-                os.set_blocking(stream.fileno(), False)
-                selector.register(stream, selectors.EVENT_READ, sink)
+            for pipe, name in pipes:
+                os.set_blocking(pipe.fileno(), False)
+                selector.register(pipe, selectors.EVENT_READ, name)
             exit_seen = _exit_watch(proc.pid)
             if exit_seen is not None:
                 selector.register(exit_seen, selectors.EVENT_READ, None)
             drain_deadline: float | None = None
             while selector.get_map():
                 for key, _ in selector.select(_POLL_SECONDS):
-                    if key.data is None or not _read_into(key.fileobj, key.data):
+                    if key.data is None or not _read_into(key.fileobj, output, key.data):
                         selector.unregister(key.fileobj)
                 if drain_deadline is None:
                     if proc.poll() is None:
@@ -568,17 +533,17 @@ def _exit_watch(pid: int) -> int | None:
         return None  # the poll interval then bounds how late an exit is seen
 
 
-def _read_into(stream: Any, sink: _Output) -> bool:
-    """Move what ``stream`` holds into ``sink``; ``False`` at its end."""
+def _read_into(pipe: Any, output: CappedOutput, stream: Stream) -> bool:
+    """Move what ``pipe`` holds into ``output``'s ``stream``; ``False`` at its end."""
     try:
-        chunk = os.read(stream.fileno(), 65536)
+        chunk = os.read(pipe.fileno(), 65536)
     except BlockingIOError:
         return True
     except OSError:
         return False
     if not chunk:
         return False
-    sink.feed(chunk)
+    output.feed(stream, chunk)
     return True
 
 
