@@ -32,6 +32,7 @@ EXIT_ERROR = 2
 EXIT_NOT_VERIFIED = 1
 EXIT_AWAITING = 3
 EXIT_INTERRUPTED = 130
+"""Ctrl-C (SIGINT): 128 + 2; SIGTERM gives 128 + 15 = 143."""
 
 
 def _with_store(sub: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -332,38 +333,49 @@ def _handler(name: str) -> Callable[[argparse.Namespace, Console], int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``ioh``; returns the exit status."""
-    args = _parser().parse_args(argv)
-    from rich.console import Console
+    """Entry point of ``ioh``; returns the exit status.
 
-    from io_harness.cli._text import escape
-    from io_harness.cli._words import for_the_shell, interrupted_line, store_hint
+    Ctrl-C and SIGTERM interrupt any command; a run being driven keeps its
+    committed steps and is named with the ``ioh resume`` that continues it.
+    The status is then 128 + the signal's number (130, 143). A closed stdout
+    (``ioh ... | head -1``) stops the printing quietly, never the command.
+    """
+    args = _parser().parse_args(argv)
+    from io_harness.cli._signals import sigterm_interrupts
+    from io_harness.cli._text import PipeConsole, escape
+    from io_harness.cli._words import (
+        for_the_shell,
+        interrupted_line,
+        interrupted_status,
+        store_hint,
+    )
     from io_harness.errors import HarnessError
 
-    console = Console(highlight=False)
-    errors = Console(stderr=True, highlight=False)
+    console = PipeConsole(highlight=False)
+    errors = PipeConsole(stderr=True, highlight=False)
     hint = store_hint(getattr(args, "store", None))
-    try:
-        return int(_handler(args.handler)(args, console))
-    except HarnessError as exc:
-        if args.debug:
-            raise
-        said = for_the_shell(str(exc), hint)
-        errors.print(f"[red]error:[/] {escape(said)}", markup=True, soft_wrap=True)
-        return EXIT_ERROR
-    except KeyboardInterrupt as exc:
-        errors.print(escape(interrupted_line(exc, hint)), soft_wrap=True)
-        return EXIT_INTERRUPTED
-    except Exception as exc:  # a defect of ours: still one line, the traceback on request
-        if args.debug:
-            raise
-        errors.print(
-            f"[red]error:[/] internal error: {escape(f'{type(exc).__name__}: {exc}')} "
-            "(run with --debug for the traceback)",
-            markup=True,
-            soft_wrap=True,
-        )
-        return EXIT_ERROR
+    with sigterm_interrupts():
+        try:
+            return int(_handler(args.handler)(args, console))
+        except HarnessError as exc:
+            if args.debug:
+                raise
+            said = for_the_shell(str(exc), hint)
+            errors.print(f"[red]error:[/] {escape(said)}", markup=True, soft_wrap=True)
+            return EXIT_ERROR
+        except KeyboardInterrupt as exc:
+            errors.print(escape(interrupted_line(exc, hint)), soft_wrap=True)
+            return interrupted_status(exc)
+        except Exception as exc:  # a defect of ours: still one line, the traceback on request
+            if args.debug:
+                raise
+            errors.print(
+                f"[red]error:[/] internal error: {escape(f'{type(exc).__name__}: {exc}')} "
+                "(run with --debug for the traceback)",
+                markup=True,
+                soft_wrap=True,
+            )
+            return EXIT_ERROR
 
 
 def entry() -> None:

@@ -7,7 +7,7 @@ when a command runs, so ``ioh --help`` loads none of the harness.
 from __future__ import annotations
 
 import argparse
-import asyncio
+import shlex
 import shutil
 import tempfile
 from collections.abc import Callable, Coroutine
@@ -40,8 +40,14 @@ from io_harness.cli._permissions import (
 )
 from io_harness.cli._render import LiveReport, Money, render_result, render_runs, render_trace
 from io_harness.cli._sandbox import sandbox_choice
-from io_harness.cli._text import escape, say
-from io_harness.cli._words import RunInterrupted, resume_command, store_hint
+from io_harness.cli._signals import run_to_end
+from io_harness.cli._text import PipeConsole, escape, say
+from io_harness.cli._words import (
+    RunInterrupted,
+    interrupt_signal,
+    resume_command,
+    store_hint,
+)
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError
 from io_harness.loop import DEFAULT_SANDBOX, RunOutcome, RunResult
@@ -72,17 +78,40 @@ def _drive(
     console: Console,
     start: Callable[[LiveReport], Coroutine[Any, Any, RunResult]],
     approver: PausedStatus | Approver | None = None,
+    hint: str = "",
 ) -> RunResult:
-    """Run ``start`` with a live report; an interrupt says which run it stopped, once known."""
+    """Run ``start`` with a live report; ``hint`` (``--store PATH``) follows the commands
+    it suggests.
+
+    Ctrl-C or SIGTERM, wherever it lands (the approval prompt too), stops the
+    run at once, keeping its committed steps, with a :class:`RunInterrupted`
+    that names the run, once known, and the signal. A closed stdout
+    (``ioh run ... | head -1``) stops the printing, not the run: it goes on to
+    its outcome, stored as ever, and stderr says so once.
+    """
     report = LiveReport(console)
+    if isinstance(console, PipeConsole):
+        console.on_closed = lambda: _stdout_closed(report.run_id, hint)
     try:
         with console.status("starting") as status:
             report.status = status
             if isinstance(approver, PausedStatus):
                 approver.status = status
-            return asyncio.run(start(report))
-    except KeyboardInterrupt:
-        raise RunInterrupted(report.run_id) from None
+            return run_to_end(start(report))
+    except KeyboardInterrupt as exc:
+        if isinstance(approver, PausedStatus):
+            approver.abandon()
+        raise RunInterrupted(report.run_id, interrupt_signal(exc)) from None
+
+
+def _stdout_closed(run_id: str | None, hint: str) -> None:
+    """Say on stderr, once, that the run goes on unprinted, and where to see it."""
+    where = f"ioh show {shlex.quote(run_id)}{hint} shows it" if run_id else f"ioh runs{hint}"
+    said = (
+        "ioh: stdout is closed, so nothing more is printed there; the run goes on to its "
+        f"outcome, stored as usual ({where}), and the exit status is its own"
+    )
+    PipeConsole(stderr=True, highlight=False).print(escape(said), soft_wrap=True)
 
 
 def _finish(
@@ -146,6 +175,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
                 roles=roles,
             ).run(contract, run_id=args.run_id, labels=labels),
             approver,
+            _store_hint(args),
         )
         return _finish(console, result, args, store, prices)
 
@@ -200,6 +230,7 @@ def _resume(
             roles=stored_roles(store, args.run_id),
         ).resume(args.run_id, replace_policy=replace_policy),
         approver,
+        _store_hint(args),
     )
     return _finish(console, result, args, store, prices)
 
@@ -375,5 +406,6 @@ def _demo(args: argparse.Namespace, console: Console, folder: Path) -> int:
             lambda report: Harness(
                 provider, store=store, observer=report, prices=prices, sandbox=sandbox
             ).run(contract, labels=labels),
+            hint=_store_hint(args),
         )
         return _finish(console, result, args, store, prices)

@@ -18,6 +18,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from io_harness._validation import read_toml
+from io_harness.cli._signals import TerminalInput
 from io_harness.cli._text import escape, say, shown
 from io_harness.errors import ConfigError
 from io_harness.policy import (
@@ -47,10 +48,16 @@ __all__ = [
 
 
 class PausedStatus:
-    """Wraps an approver so the live status line stops while a person is asked."""
+    """Wraps an approver so the live status line stops while a person is asked.
 
-    def __init__(self, inner: Approver) -> None:
+    The status line comes back, saying the run goes on, once the person has
+    answered; an interrupt at the prompt (the ask cancelled) leaves it off, and
+    :meth:`abandon` ends the prompt's read of ``terminal``.
+    """
+
+    def __init__(self, inner: Approver, terminal: TerminalInput | None = None) -> None:
         self.inner = inner
+        self.terminal = terminal
         self.status: Status | None = None
 
     async def decide(self, request: ApprovalRequest, context: ApprovalContext) -> Decision:
@@ -59,10 +66,24 @@ class PausedStatus:
             self.status.stop()
         try:
             decision = await self.inner.decide(request, context)
-        finally:
-            if self.status is not None:
-                self.status.start()
+        except Exception:
+            self._restart(context)
+            raise
+        self._restart(context)
         return decision if decision.by else decision.model_copy(update={"by": _who()})
+
+    def _restart(self, context: ApprovalContext) -> None:
+        if self.status is not None:
+            # Not what it said before the prompt (the model is no longer answering), drawn
+            # at once, before the refresh thread would draw the old words.
+            self.status.start()
+            self.status.update(f"step {context.step}: going on after the decision")
+
+    def abandon(self) -> None:
+        """End the read of a prompt an interrupt left unanswered (and any later one), so no
+        thread waits on the terminal for an Enter."""
+        if self.terminal is not None:
+            self.terminal.wake()
 
 
 def approver_for(choice: str | None) -> PausedStatus | Approver | None:
@@ -70,7 +91,10 @@ def approver_for(choice: str | None) -> PausedStatus | Approver | None:
     if choice is None:
         choice = "ask" if sys.stdin.isatty() else "defer"
     if choice == "ask":
-        return PausedStatus(StdinApprover())
+        terminal = TerminalInput.of_stdin()
+        if terminal is None:
+            return PausedStatus(StdinApprover())
+        return PausedStatus(StdinApprover(input=terminal.stream), terminal)
     if choice == "deny":
         return DenyAll("denied by the operator's --approve deny")
     if choice == "approve-all":

@@ -1,15 +1,18 @@
 """Text from a run, made safe to print (no markup, no terminal control sequences), and printed
-wrapped at a terminal, whole elsewhere."""
+wrapped at a terminal, whole elsewhere, by a console that outlives its reader."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+from collections.abc import Callable
 
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.markup import escape as _escape_markup
 from rich.measure import Measurement
 
-__all__ = ["Natural", "escape", "say", "shown"]
+__all__ = ["Natural", "PipeConsole", "escape", "say", "shown"]
 
 _UNBOUNDED = 1 << 16
 """Columns a renderable may take where nothing wraps it (a file, a pipe)."""
@@ -57,3 +60,36 @@ class Natural:
         wide = options.update_width(_UNBOUNDED)
         width = Measurement.get(console, wide, self.inner).maximum
         yield from console.render(self.inner, wide.update_width(width))
+
+
+class PipeConsole(Console):
+    """A console whose reader may go away (``ioh run ... | head -1``): then it prints no more.
+
+    Rich's own answer to a closed pipe is to exit at once, from whatever code
+    printed, which would leave a run ``running`` with no outcome. This one
+    drops what it prints from then on, points its stream at ``os.devnull``
+    (so the interpreter's last flush does not fail either), and calls
+    :attr:`on_closed` once, so the caller can say so elsewhere; the run it
+    reports goes on to its outcome.
+    """
+
+    closed = False
+    """Whether the reader went away."""
+    on_closed: Callable[[], None] | None = None
+    """Called once, when the reader goes away."""
+
+    def on_broken_pipe(self) -> None:
+        """Stop printing, quietly: the reader is gone, the work is not done."""
+        self.quiet = True
+        if self.closed:
+            return
+        self.closed = True
+        with contextlib.suppress(OSError, ValueError):  # a stream with no descriptor
+            fd = self.file.fileno()
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, fd)
+            finally:
+                os.close(devnull)
+        if self.on_closed is not None:
+            self.on_closed()

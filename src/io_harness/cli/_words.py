@@ -12,6 +12,7 @@ import ast
 import functools
 import re
 import shlex
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,18 +21,33 @@ from io_harness.cli import DEFAULT_STORE
 __all__ = [
     "RunInterrupted",
     "for_the_shell",
+    "interrupt_signal",
     "interrupted_line",
+    "interrupted_status",
     "resume_command",
     "store_hint",
 ]
 
 
 class RunInterrupted(KeyboardInterrupt):
-    """An interrupt (Ctrl-C) while ``ioh`` drove a run; ``run_id`` is the run, once started."""
+    """An interrupt while ``ioh`` drove a run: Ctrl-C (SIGINT) or SIGTERM, which ``signum``
+    names; ``run_id`` is the run, once started."""
 
-    def __init__(self, run_id: str | None) -> None:
+    def __init__(self, run_id: str | None, signum: int = signal.SIGINT) -> None:
         super().__init__(run_id)
         self.run_id = run_id
+        self.signum = signum
+
+
+def interrupt_signal(exc: KeyboardInterrupt) -> int:
+    """The signal an interrupt came from: a plain :class:`KeyboardInterrupt` is Ctrl-C's."""
+    return exc.signum if isinstance(exc, RunInterrupted) else signal.SIGINT
+
+
+def interrupted_status(exc: KeyboardInterrupt) -> int:
+    """``ioh``'s exit status after an interrupt, as a shell gives it: 128 + the signal's
+    number (130 for Ctrl-C, 143 for SIGTERM)."""
+    return 128 + interrupt_signal(exc)
 
 
 def resume_command(run_id: str, hint: str = "") -> str:
@@ -41,14 +57,24 @@ def resume_command(run_id: str, hint: str = "") -> str:
 
 
 def interrupted_line(exc: KeyboardInterrupt, hint: str = "") -> str:
-    """What ``ioh`` prints on Ctrl-C: the command that continues the run, when one started."""
+    """What ``ioh`` prints on Ctrl-C or SIGTERM: the command that continues the run, when
+    one started."""
     run_id = exc.run_id if isinstance(exc, RunInterrupted) else None
+    signum = interrupt_signal(exc)
+    said = "interrupted" if signum == signal.SIGINT else f"interrupted by {_name(signum)}"
     if run_id is None:
-        return "interrupted"
+        return said
     return (
-        f"interrupted; the last committed step is kept "
+        f"{said}; the last committed step is kept "
         f"({resume_command(run_id, hint)} continues the run)"
     )
+
+
+def _name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 def _literal(quoted: str) -> str:
