@@ -142,6 +142,17 @@ class CappedOutput:
         finally:
             pipe.close()
 
+    def drain_from(self, proc: subprocess.Popen[bytes]) -> list[threading.Thread]:
+        """Start one thread a stream reading ``proc``'s stdout and stderr into this capper."""
+        assert proc.stdout is not None and proc.stderr is not None
+        drains = [
+            threading.Thread(target=self.drain, args=("stdout", proc.stdout), daemon=True),
+            threading.Thread(target=self.drain, args=("stderr", proc.stderr), daemon=True),
+        ]
+        for drain in drains:
+            drain.start()
+        return drains
+
     def text(self, stream: Stream) -> str:
         """What ``stream`` kept, as text, the cut marked with the count of bytes it dropped."""
         with self._lock:
@@ -239,13 +250,7 @@ async def run_process(
             spawn_error=f"{argv[0]}: {exc.strerror or exc}",
         )
     output = CappedOutput(output_cap)
-    assert proc.stdout is not None and proc.stderr is not None
-    drains = [
-        threading.Thread(target=output.drain, args=("stdout", proc.stdout), daemon=True),
-        threading.Thread(target=output.drain, args=("stderr", proc.stderr), daemon=True),
-    ]
-    for drain in drains:
-        drain.start()
+    drains = output.drain_from(proc)
     if proc.stdin is not None:
         _feed(proc.stdin, stdin or b"")
     timed_out = False

@@ -297,13 +297,7 @@ if sys.platform == "win32":
             job.close()
             return JobRun(None, None, "", "", False, time.monotonic() - started, str(exc))
         output = CappedOutput(min(limits.output_bytes, OUTPUT_CAP_BYTES), limit=limits.output_bytes)
-        assert proc.stdout is not None and proc.stderr is not None
-        drains = [
-            threading.Thread(target=output.drain, args=("stdout", proc.stdout), daemon=True),
-            threading.Thread(target=output.drain, args=("stderr", proc.stderr), daemon=True),
-        ]
-        for drain in drains:
-            drain.start()
+        drains = output.drain_from(proc)
         if proc.stdin is not None:
             _feed(proc.stdin, stdin or b"")
 
