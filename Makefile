@@ -42,6 +42,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict src
 	$(BIN)/mypy --strict --platform win32 --follow-imports=silent \
 		--cache-dir .mypy_cache/win32 $(WIN32_MODULES)
+	$(BIN)/mypy --strict tests
 
 unit: $(STAMP)
 	$(BIN)/pytest

@@ -24,6 +24,7 @@ from io_harness import (
     resume_sync,
     run_sync,
 )
+from io_harness.store._records import StepRecord
 from io_harness.testing import ScriptedProvider, call, reply
 
 
@@ -55,7 +56,7 @@ def main() -> None:
     else:
         if phase == "approve-and-die":
 
-            def die(*_: object) -> None:
+            def die(run_id: str, record: StepRecord) -> None:
                 os.kill(os.getpid(), signal.SIGKILL)
 
             store.commit_step = die  # type: ignore[method-assign]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,8 +23,8 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
+def store(tmp_path: Path) -> Iterator[Store]:
     """A SQLite store in a real file, closed after the test."""
     opened = Store.open(tmp_path / "runs.db")
-    yield opened  # type: ignore[misc]
+    yield opened
     opened.close()

@@ -34,6 +34,7 @@ from io_harness import (
     Rule,
     Store,
     TaskContract,
+    Tool,
     WorkspaceFileContains,
     tool,
 )
@@ -58,7 +59,7 @@ def respond(request: CompletionRequest) -> CompletionResponse:
     return reply(calls=[call("write_file", path="done.txt", content="done\n")])
 
 
-def ticket_tool(ledger: Path, die_on: str | None) -> object:
+def ticket_tool(ledger: Path, die_on: str | None) -> Tool:
     @tool
     def open_ticket(title: str, priority: int = 3) -> dict[str, object]:
         """Open a ticket in the team's tracker.
@@ -87,7 +88,7 @@ def main() -> None:
         ScriptedProvider(respond),
         store=Store.open(db),
         policy=policy,
-        tools=tools,  # type: ignore[list-item]
+        tools=tools,
     )
     if phase in ("ask", "crash"):
         result = harness.run_sync(contract(Path(root)), run_id=phase)

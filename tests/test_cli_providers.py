@@ -17,7 +17,7 @@ import pytest
 
 from io_harness import PriceTable, Store, TaskContract, Usage, run
 from io_harness.cli import main
-from io_harness.providers import SPEC_FORMS
+from io_harness.providers import PRESETS, SPEC_FORMS
 from io_harness.providers import _openai as openai_module
 from io_harness.testing import ScriptedProvider, call, reply
 from loopback import LoopbackServer, Reply
@@ -420,7 +420,7 @@ def test_an_ollama_spec_dials_the_presets_address_without_a_key(
 ) -> None:
     with LoopbackServer([openai_write(model="qwen-test")]) as server:
         # The preset's address, pointed at this loopback server instead of :11434.
-        presets = {**openai_module.PRESETS, "ollama": f"{server.url}/v1"}
+        presets = {**PRESETS, "ollama": f"{server.url}/v1"}
         monkeypatch.setattr(openai_module, "PRESETS", presets)
         status = project.run("ollama:qwen-test")
 

@@ -165,7 +165,10 @@ def test_an_empty_goal_is_a_config_error(tmp_path: Path) -> None:
         (lambda: Budget(max_tokens=-5), "Budget: max_tokens"),
         (lambda: Command([]), "Command: argv: Tuple should have at least 1 item"),
         (lambda: Command(["true"], timeout=-1), "Command: timeout: Input should be greater than 0"),
-        (lambda: FileContains(5), "FileContains: needle: Input should be a valid string"),
+        (
+            lambda: FileContains(5),  # type: ignore[arg-type]  # deliberately not a str
+            "FileContains: needle: Input should be a valid string",
+        ),
         (lambda: Command("pytest"), "Command: argv: Input should be a valid tuple"),
         (lambda: PythonCompiles("a.py"), "PythonCompiles: paths: Input should be a valid tuple"),
         (AllOf, "AllOf: criteria: Field required"),
@@ -181,7 +184,7 @@ def test_a_bad_budget_or_criterion_built_in_python_is_a_config_error(
 
 def test_constraints_given_as_one_string_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="list of sentences"):
-        TaskContract.workspace("x", tmp_path, Command(["true"]), constraints="be nice")  # type: ignore[arg-type]
+        TaskContract.workspace("x", tmp_path, Command(["true"]), constraints="be nice")
 
 
 async def test_a_single_file_contract_may_name_a_folder_that_does_not_exist_yet(

@@ -139,7 +139,8 @@ async def test_what_a_run_remembers_opens_the_next_run_on_the_same_workspace(
 ) -> None:
     store = Store.open(tmp_path / "runs.db")
     work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
-    work.mkdir(), elsewhere.mkdir()
+    work.mkdir()
+    elsewhere.mkdir()
     first = ScriptedProvider(
         [
             reply(calls=[call("remember", key="test-command", value="make test")]),

@@ -38,8 +38,9 @@ from io_harness import (
     run,
 )
 from io_harness.messages import StreamDelta
+from io_harness.providers import PRESETS
 from io_harness.providers._base import StreamingProvider
-from io_harness.providers._openai import PRESETS, OpenAI, OpenAICompatible, OpenRouter
+from io_harness.providers._openai import OpenAI, OpenAICompatible, OpenRouter
 from loopback import Reply, sse
 from wire_openai import chat_chunk, chat_stream, error_reply, usage
 

@@ -43,6 +43,7 @@ from io_harness import (
     run,
 )
 from io_harness.sandbox import SandboxConfig
+from io_harness.store._records import StepRecord
 from io_harness.testing import ScriptedProvider, call, reply
 
 WORKER = Path(__file__).with_name("approval_worker.py")
@@ -932,7 +933,7 @@ async def test_an_interrupted_act_is_traced_and_its_remembered_rules_kept(
         )
         remember = Rule(act=Act.WRITE, glob="./README.md", effect=Effect.ALLOW)
 
-        def crash(*_: object) -> None:
+        def crash(run_id: str, record: StepRecord) -> None:
             raise KeyboardInterrupt  # stands for the process dying before the commit
 
         store.commit_step = crash  # type: ignore[method-assign]

@@ -30,6 +30,7 @@ from io_harness import (
     OpenRouter,
     Provider,
     ProviderError,
+    ProviderErrorKind,
     Record,
     Replay,
     RunOutcome,
@@ -129,7 +130,7 @@ async def test_one_contract_reaches_verified_success_through_every_vendor(tmp_pa
     assert len({json.dumps(s) for s in sequences.values()}) == 1
 
 
-def primary_down(kind: str = "server") -> ScriptedProvider:
+def primary_down(kind: ProviderErrorKind = "server") -> ScriptedProvider:
     return ScriptedProvider(
         lambda request: (_ for _ in ()).throw(ProviderError(kind, f"{kind} trouble")),
         name="primary",
@@ -251,14 +252,15 @@ def comparable(store: Store, run_id: str) -> dict[str, Any]:
         "verifications": ("step", "trigger", "passed", "criterion", "summary"),
         "provider_calls": ("step", "attempt", "error_kind", "finish_reason", "input_tokens"),
     }
-    picked = {
+    picked: dict[str, Any] = {
         table: [{k: getattr(row, k) for k in keys} for row in getattr(trace, table)]
         for table, keys in keep.items()
     }
     picked["messages"] = [m.model_dump() for m in trace.messages]
     picked["outcome"] = trace.run.outcome
     picked["steps"] = trace.run.steps
-    return json.loads(_without_durations(json.dumps(picked)))
+    loaded: dict[str, Any] = json.loads(_without_durations(json.dumps(picked)))
+    return loaded
 
 
 @pytest.mark.usefixtures("python_on_path")

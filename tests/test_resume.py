@@ -32,7 +32,7 @@ def contract(root: Path, **budget: object) -> TaskContract:
         "fix add",
         root,
         WorkspaceFileContains("pkg/calc.py", "a + b"),
-        budget=Budget(**budget),  # type: ignore[arg-type]
+        budget=Budget(**budget),
     )
 
 

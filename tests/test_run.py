@@ -34,7 +34,7 @@ def workspace_contract(root: Path, **budget: object) -> TaskContract:
         "make add() add",
         root,
         WorkspaceFileContains("pkg/calc.py", "a + b"),
-        budget=Budget(**budget),  # type: ignore[arg-type]
+        budget=Budget(**budget),
     )
 
 

@@ -36,7 +36,9 @@ from io_harness.sandbox import (
 from io_harness.sandbox._linux import NOBODY
 from io_harness.sandbox._spawn import ContainedSandbox
 
-BACKENDS: dict[str, type[ContainedSandbox]] = {
+BACKENDS: dict[
+    str, type[FloorSandbox | BubblewrapSandbox | LandlockSandbox | NamespacesSandbox]
+] = {
     "floor": FloorSandbox,
     "bubblewrap": BubblewrapSandbox,
     "landlock": LandlockSandbox,

@@ -10,6 +10,7 @@ import pytest
 
 from io_harness.errors import ConfigError, SandboxError
 from io_harness.sandbox import (
+    FloorSandbox,
     SandboxConfig,
     SandboxLimits,
     probe,
@@ -59,6 +60,7 @@ def test_what_select_passed_by_is_kept_with_its_reason() -> None:
     sandbox = select(SandboxConfig(backends=("seatbelt", "job_object", "floor"), accept_floor=True))
     if sys.platform not in ("darwin", "win32"):
         assert sandbox.name == "floor"
+        assert isinstance(sandbox, FloorSandbox)
         assert [why.split(":")[0] for why in sandbox.selection] == ["seatbelt", "job_object"]
 
 

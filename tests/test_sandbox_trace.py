@@ -86,7 +86,7 @@ async def test_the_run_records_its_backend_and_why(root: Path, store: Store) -> 
     result = await run(contract(root), marking(), store=store)
 
     record = store.trace(result.run_id).sandbox
-    assert record is not None
+    assert record is not None and record.config is not None
     assert record.backend == default_backend()
     assert record.why.startswith("selected for the default configuration")
     assert record.config["network"] == "deny"
@@ -107,7 +107,7 @@ async def test_a_sandbox_config_is_selected_for_and_kept_for_the_resume(
 
     assert done.outcome is RunOutcome.SUCCESS
     trace = store.trace(first.run_id)
-    assert trace.sandbox is not None
+    assert trace.sandbox is not None and trace.sandbox.config is not None
     assert trace.sandbox.why.startswith("selected for the configuration the run started with")
     assert trace.sandbox.config["limits"]["wall_seconds"] == 77
     created = trace.sandbox_events[0].detail
@@ -257,7 +257,7 @@ def test_ioh_run_selects_the_sandbox_by_the_contracts_sandbox_table(
     assert f"commands ran in the sandbox: {default_backend()}" in shown
     with Store.open(store) as opened:
         record = opened.trace("tabled").sandbox
-    assert record is not None
+    assert record is not None and record.config is not None
     assert record.why.startswith("selected for the caller's configuration")
     assert record.config["limits"]["wall_seconds"] == 120
 

@@ -60,8 +60,15 @@ def toolbox_for(root: Path) -> RunTools:
     return RunTools(workspace_tools(Workspace(root)))
 
 
+async def dispatch(toolbox: RunTools, tool_call: ToolCall) -> ToolOutcome:
+    """An ungated call: no approver can defer it, so it always ends in an outcome."""
+    done = await toolbox.dispatch(tool_call)
+    assert isinstance(done, ToolOutcome)
+    return done
+
+
 async def use(toolbox: RunTools, name: str, /, **arguments: Any) -> ToolOutcome:
-    return await toolbox.dispatch(ToolCall(id="1", name=name, arguments=arguments))
+    return await dispatch(toolbox, ToolCall(id="1", name=name, arguments=arguments))
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, bytes | None]]:
@@ -949,7 +956,7 @@ async def test_an_unknown_tool_is_an_error_listing_the_tools(box: RunTools) -> N
 
 @pytest.mark.parametrize("raw", ['{"path": "pkg/', "[1, 2]", '"data/notes.txt"', ""])
 async def test_arguments_that_are_not_a_json_object_are_an_error(box: RunTools, raw: str) -> None:
-    done = await box.dispatch(ToolCall(id="1", name="read_file", arguments=raw))
+    done = await dispatch(box, ToolCall(id="1", name="read_file", arguments=raw))
 
     assert done.is_error
     assert done.content == f"read_file: the arguments are not a JSON object: {raw!r}"
@@ -977,7 +984,7 @@ async def test_a_missing_mistyped_or_unknown_field_is_an_error_naming_it(
 ) -> None:
     before = snapshot(project)
 
-    done = await toolbox_for(project).dispatch(ToolCall(id="1", name=tool, arguments=arguments))
+    done = await dispatch(toolbox_for(project), ToolCall(id="1", name=tool, arguments=arguments))
 
     assert done.is_error
     assert done.content.startswith(f"{tool}: invalid arguments: ")
@@ -1090,8 +1097,8 @@ async def test_single_file_tools_take_no_path_so_no_other_file_is_touched(
     (tmp_path / "other.txt").write_text("leave me\n")
     before = snapshot(tmp_path.parent)
 
-    done = await single_box(tmp_path / "poem.txt").dispatch(
-        ToolCall(id="1", name=tool, arguments=arguments)
+    done = await dispatch(
+        single_box(tmp_path / "poem.txt"), ToolCall(id="1", name=tool, arguments=arguments)
     )
 
     assert done.is_error

@@ -8,8 +8,7 @@ the conversation, in any process.
 from __future__ import annotations
 
 import asyncio
-import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,10 @@ from io_harness import (
 from io_harness.testing import ScriptedProvider, call, reply
 from io_harness.tools import tool
 
-Turn = Callable[[CompletionRequest], Any] | CompletionResponse
+Turn = (
+    Callable[[CompletionRequest], CompletionResponse | Awaitable[CompletionResponse]]
+    | CompletionResponse
+)
 USAGE = Usage(input_tokens=100, output_tokens=10)
 
 
@@ -68,7 +70,7 @@ class Agents:
             if not callable(answer):
                 return answer
             given = answer(request)
-            return await given if inspect.isawaitable(given) else given
+            return given if isinstance(given, CompletionResponse) else await given
         finally:
             self.in_flight -= 1
 

@@ -330,6 +330,11 @@ class AllOf(_Combination):
 
     kind: Literal["all_of"] = "all_of"
 
+    def __init__(self, *criteria: Criterion, **data: Any) -> None:
+        # Its own, though _Combination's is the same: pydantic's mypy plugin would
+        # otherwise type the class as called with its fields by keyword only.
+        super().__init__(*criteria, **data)
+
     def describe(self) -> str:
         return self._listing("all of these hold:")
 
@@ -349,6 +354,9 @@ class AnyOf(_Combination):
     """At least one part passes; checking stops at the first that does."""
 
     kind: Literal["any_of"] = "any_of"
+
+    def __init__(self, *criteria: Criterion, **data: Any) -> None:
+        super().__init__(*criteria, **data)  # typed positionally, as AllOf's
 
     def describe(self) -> str:
         return self._listing("at least one of these holds:")
