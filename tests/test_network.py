@@ -472,13 +472,18 @@ async def test_an_asked_connection_goes_through_only_for_the_call_approved_befor
                 verdict=verdict,
             )
 
-        gate.call_id = "call_1"
-        cleared = await gate.authorize(access, asked, Decision.approve())
+        with gate.calling("call_1"):
+            cleared = await gate.authorize(access, asked, Decision.approve())
         async with checked_async_client() as client:
             with checking(net):
-                assert (await client.get(server.url)).status_code == 200
-                gate.call_id = "call_2"  # another call: nobody approved its connection
-                with pytest.raises(RefusedError, match="cannot wait for approval"):
+                with gate.calling("call_1"):
+                    assert (await client.get(server.url)).status_code == 200
+                with (
+                    gate.calling("call_2"),
+                    pytest.raises(  # nobody approved its connection
+                        RefusedError, match="cannot wait for approval"
+                    ),
+                ):
                     await client.get(server.url)
 
     assert isinstance(cleared, Cleared)

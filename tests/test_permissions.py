@@ -1024,3 +1024,21 @@ async def test_files_that_run_code_later_are_not_written_unless_a_rule_names_the
     assert (tmp_path / ".git" / "config").read_text() == "[core]\n"  # the command's write failed
     named = Policy.permissive().layer("app").allow_write(".git/hooks/pre-commit")
     assert named.explain("write", ".git/hooks/pre-commit").effect.value == "allow"
+
+
+async def test_two_calls_checked_at_once_record_their_acts_under_their_own_ids() -> None:
+    from io_harness.policy._gate import Access, Gate
+
+    gate = Gate(Policy.permissive())
+
+    async def acts_of(call_id: str) -> None:
+        with gate.calling(call_id):
+            for number in range(5):
+                await asyncio.sleep(0)  # the other call's acts interleave with these
+                gate.check_outright(Access(Act.READ, f"{call_id}-{number}.txt"))
+
+    await asyncio.gather(acts_of("call_a"), acts_of("call_b"))
+
+    assert len(gate.rows) == 10
+    assert all(row.target.startswith(row.call_id) for row in gate.rows)
+    assert gate.call_id == ""  # outside every call: the harness's own acts

@@ -175,12 +175,8 @@ class RunNet:
         """The verdict on one of the provider's connections, recorded as the harness's act."""
         verdict = self.provider_policy.explain(Act.NET, target)
         decision = "allowed" if verdict.effect is Effect.ALLOW else "refused"
-        gate = self.gate
-        call_id, gate.call_id = gate.call_id, ""
-        try:
-            gate.record(Access(Act.NET, target), verdict, decision, "policy")
-        finally:
-            gate.call_id = call_id
+        with self.gate.calling(""):  # the harness's own connection, not a call's
+            self.gate.record(Access(Act.NET, target), verdict, decision, "policy")
         return verdict
 
     def __call__(self, target: str, for_provider: bool) -> str | None:

@@ -88,14 +88,14 @@ class Deferrals:
         request, row = self.resuming
         decision = stored_model(Decision, row.decision_json, "a decision", self.run_id)
         access = Access(request.act, request.target, request.argv)
-        self.gate.call_id = request.call_id
-        self.gate.record(
-            access,
-            request.verdict,
-            "approved",
-            decision.by or "resume()",
-            "not repeated: the act was being performed when the harness stopped",
-        )
+        with self.gate.calling(request.call_id):
+            self.gate.record(
+                access,
+                request.verdict,
+                "approved",
+                decision.by or "resume()",
+                "not repeated: the act was being performed when the harness stopped",
+            )
         if decision.remember:
             self.gate.remembered.extend(decision.remember)
             self.gate.remembered_changed = True

@@ -628,7 +628,6 @@ class Engine:
         self.check_pending = False
         started = time.monotonic()
         criterion = self.contract.verify
-        self.gate.call_id = ""
         refused = [
             verdict
             for argv in criterion.commands()

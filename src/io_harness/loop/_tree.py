@@ -401,8 +401,8 @@ class AgentNode:
         done = {d.call_id for d in progress.done if d.name == SPAWN_TOOL and not d.is_error}
         for call in progress.assistant.tool_calls:
             if call.id in done:
-                self.gate.call_id = call.id
-                await self.spawn(SpawnArgs.model_validate(call.arguments))
+                with self.gate.calling(call.id):
+                    await self.spawn(SpawnArgs.model_validate(call.arguments))
 
     async def spawn(self, args: SpawnArgs) -> ToolOutcome:
         call_id = self.gate.call_id

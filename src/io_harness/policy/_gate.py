@@ -9,9 +9,11 @@ layer: a remembered allow answers a later ask, and a deny anywhere still wins.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from io_harness.policy._approval import ApprovalContext, ApprovalRequest, Approver, Decision
@@ -74,13 +76,35 @@ class Gate:
     run_id: str = ""
     remembered: list[Rule] = field(default_factory=list)
     step: int = 0
-    call_id: str = ""
-    """The tool call being checked (``""``: the criterion)."""
     rows: list[PermissionRow] = field(default_factory=list)
     remembered_changed: bool = False
     settled: dict[tuple[str, Act, str], Decision | Verdict] = field(default_factory=dict)
     """What decided each act of each call (by call id, act, target): the
     approver's decision, or the policy's verdict (see :meth:`decision_on`)."""
+
+    _call: contextvars.ContextVar[str] = field(
+        default_factory=lambda: contextvars.ContextVar("ioh_gate_call", default=""), repr=False
+    )
+
+    @property
+    def call_id(self) -> str:
+        """The tool call whose acts are being checked (``""``: the harness's own, such as the
+        criterion's commands): the innermost :meth:`calling` block of this task."""
+        return self._call.get()
+
+    @contextlib.contextmanager
+    def calling(self, call_id: str) -> Iterator[None]:
+        """Check and record the acts of the block as those of ``call_id``.
+
+        The scope is the task's (a context variable), so what runs for a call,
+        a connection of an MCP server's or a sandbox proxy's included, is
+        recorded under it, and nothing another task does can change it.
+        """
+        token = self._call.set(call_id)
+        try:
+            yield
+        finally:
+            self._call.reset(token)
 
     def verdict(self, access: Access) -> Verdict:
         """The policy's verdict, with the remembered layer over it."""

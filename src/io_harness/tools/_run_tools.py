@@ -87,13 +87,13 @@ class RunTools:
         tool, args = prepared
         if gate is None:
             return await _timed(tool, args)
-        gate.call_id = call.id
-        checked = await authorize_call(gate, call, tool, args, resume_at)
-        if not isinstance(checked, Authorized):
-            return checked
-        if before_invoke is not None:
-            before_invoke()
-        done = await _timed(tool, checked.args)
+        with gate.calling(call.id):
+            checked = await authorize_call(gate, call, tool, args, resume_at)
+            if not isinstance(checked, Authorized):
+                return checked
+            if before_invoke is not None:
+                before_invoke()
+            done = await _timed(tool, checked.args)
         if checked.rewritten is None:
             return done
         note = f"[the approver changed this call's arguments to {json.dumps(checked.rewritten)}]"
