@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import io
 import re
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+import tree_crash_worker
 from io_harness import (
     Budget,
     CompletionRequest,
@@ -287,3 +290,21 @@ def test_a_decision_on_a_tree_names_the_childs_request_and_the_resume_goes_on_fr
     assert (work / "c.txt").exists() and (work / "root.txt").exists()
     assert main(["deny", "t", "--reason", "no", *store]) == 2
     assert "nor does any other agent of its tree" in capsys.readouterr().err
+
+
+def test_ioh_runs_shows_a_paused_trees_agents_as_awaiting_not_interrupted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, root = tmp_path / "runs.db", tmp_path / "ws"
+    root.mkdir()
+    paused = subprocess.run(
+        [sys.executable, tree_crash_worker.__file__, str(db), str(root), "run-ask", "never", "0"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert paused.returncode == 0, paused.stderr
+
+    assert main(["runs", "--store", str(db)]) == 0
+
+    out = capsys.readouterr().out
+    assert "interrupted" not in out
+    assert out.count("awaiting") >= 3  # the root, the middle agent above the child, the child
