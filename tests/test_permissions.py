@@ -1042,3 +1042,23 @@ async def test_two_calls_checked_at_once_record_their_acts_under_their_own_ids()
     assert len(gate.rows) == 10
     assert all(row.target.startswith(row.call_id) for row in gate.rows)
     assert gate.call_id == ""  # outside every call: the harness's own acts
+
+
+async def test_a_prompt_that_cannot_be_shown_defers() -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader went away: every write is a broken pipe
+    closed = os.fdopen(write_end, "w")
+    approver = StdinApprover(input=io.StringIO("y\n"), output=closed)
+    verdict = Policy.guarded().explain("write", "a.txt")
+    request = ApprovalRequest(
+        id="q", run_id="r", step=1, call_id="c", tool="write_file", arguments={},
+        act=Act.WRITE, target="a.txt", verdict=verdict,
+    )  # fmt: skip
+
+    decision = await approver.decide(
+        request, ApprovalContext(goal="g", run_id="r", step=1, verdict=verdict)
+    )
+
+    assert decision.kind == "defer"
+    with contextlib.suppress(OSError):
+        closed.close()

@@ -77,7 +77,8 @@ class StdinApprover:
 
     Answers: ``y`` approve, ``n`` deny (a reason is asked for), ``r`` approve
     and remember an allow for exactly this act and target, ``d`` defer. End of
-    input defers: nobody is there to ask.
+    input defers: nobody is there to ask; so does an output the prompt cannot be
+    written to (a closed pipe).
     """
 
     def __init__(self, input: IO[str] | None = None, output: IO[str] | None = None) -> None:
@@ -95,7 +96,13 @@ class StdinApprover:
         return None if line == "" else line.strip()
 
     async def decide(self, request: ApprovalRequest, context: ApprovalContext) -> Decision:
-        """Show the request and read the answer."""
+        """Show the request and read the answer; defer when nobody can see or answer it."""
+        try:
+            return await self._ask(request, context)
+        except OSError:  # the prompt cannot be shown (a closed pipe): nobody is there to ask
+            return Decision.defer()
+
+    async def _ask(self, request: ApprovalRequest, context: ApprovalContext) -> Decision:
         self._write(_show(request, context))
         while True:
             answer = await self._line("approve? [y]es / [n]o / [r]emember / [d]efer: ")
