@@ -7,6 +7,7 @@ round-trips through JSON unchanged, which is how the store keeps them.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -209,6 +210,38 @@ def _storable_value(value: Any) -> Any:
 
 def storable_response(response: CompletionResponse) -> CompletionResponse:
     """``response`` with every string in it :func:`storable` (the same object when all are)."""
-    dumped = response.model_dump()
-    cleaned = _storable_value(dumped)
-    return response if cleaned == dumped else CompletionResponse.model_validate(cleaned)
+    if all(_encodes(text) for text in _response_strings(response)):
+        return response  # as a rule: the walk is cheap, the rebuild is not
+    return CompletionResponse.model_validate(_storable_value(response.model_dump()))
+
+
+def _response_strings(response: CompletionResponse) -> Iterator[str]:
+    yield response.model
+    for block in response.content:
+        if isinstance(block, TextBlock | ThinkingBlock):
+            yield block.text
+            if isinstance(block, ThinkingBlock) and block.signature is not None:
+                yield block.signature
+        elif isinstance(block, ToolCall):
+            yield block.id
+            yield block.name
+            yield from _strings(block.arguments)
+        else:
+            yield block.tool_use_id
+            yield block.content
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
+def _encodes(text: str) -> bool:
+    return text.isascii() or storable(text) is text

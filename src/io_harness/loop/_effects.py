@@ -33,9 +33,9 @@ _REPEATABLE = frozenset({"spawn_agent", "remember", "forget"})
 
 
 def acts_on_the_world(tools: RunTools, call: ToolCall) -> bool:
-    """Whether ``call`` would do more than read."""
-    acts = tools.acts(call)
-    return acts is not None and any(access.act is not Act.READ for access in acts)
+    """Whether ``call`` may do more than read: any tool of the run but a read-only one (a call
+    of no tool, or with bad arguments, will be refused: journaling it costs only a commit)."""
+    return call.name in tools.names and not tools[call.name].reads_only
 
 
 def intent_for(tools: RunTools, call: ToolCall, root: Path) -> Intent:

@@ -76,6 +76,9 @@ class HarnessTool(abc.ABC, Generic[A]):
     args: type[A]
     kind: ClassVar[ToolKind] = "builtin"
     """Which kind of tool answers, for the trace: ``builtin``, ``caller`` or ``mcp``."""
+    reads_only: ClassVar[bool] = False
+    """The tool never changes anything (a read, a search): a step of such calls is not
+    journaled, since redoing it repeats no effect."""
 
     @property
     def spec(self) -> ToolSpec:

@@ -70,6 +70,7 @@ class ReadFileArgs(Args):
 
 
 class ReadFile(_InWorkspace[ReadFileArgs]):
+    reads_only = True
     name = "read_file"
     description = (
         "Read a text file; lines come numbered. Give offset and limit to read part of "
@@ -166,6 +167,7 @@ class GrepArgs(Args):
 
 
 class Grep(_InWorkspace[GrepArgs]):
+    reads_only = True
     name = "grep"
     description = (
         "Search the workspace's text files for a regular expression; prints "
@@ -245,6 +247,7 @@ class FindArgs(Args):
 
 
 class Find(_InWorkspace[FindArgs]):
+    reads_only = True
     name = "find"
     description = f"List files whose name matches a glob, at most {FIND_MAX_RESULTS}."
     args = FindArgs
@@ -271,6 +274,7 @@ class ListDirArgs(Args):
 
 
 class ListDir(_InWorkspace[ListDirArgs]):
+    reads_only = True
     name = "list_dir"
     description = "List one folder: each entry's kind, name and size."
     args = ListDirArgs

@@ -26,6 +26,7 @@ class _ContentArgs(Args):
 
 
 class _ReadTheFile(HarnessTool[_ReadArgs]):
+    reads_only = True
     name = "read_file"
     description = (
         "Read the file this task is about; lines come numbered. Give offset and limit "

@@ -311,6 +311,8 @@ class ReadSkillTool(HarnessTool[ReadSkillArgs]):
     observation.
     """
 
+    reads_only = True
+
     name = "read_skill"
     description = (
         "Read a skill's instructions by its name (the skills are listed in the system "
