@@ -340,10 +340,7 @@ class Engine:
 
     def _acts(self, progress: StepProgress) -> bool:
         """Whether the answer's calls act (spawn, write, run): then the step is journaled."""
-        calls = progress.assistant.tool_calls
-        return any(acts_on_the_world(self.toolbox, call) for call in calls) or bool(
-            self.node is not None and self.node.spawns_in(progress)
-        )
+        return any(acts_on_the_world(self.toolbox, c) for c in progress.assistant.tool_calls)
 
     def _request(self) -> CompletionRequest:
         """The next model call: the conversation as the model sees it (its compacted view),

@@ -109,7 +109,7 @@ class Ledger:
     """One tree's account, in this process: agents, tokens, money, the wall clock, the slots.
 
     Asyncio runs one agent's code at a time, so each draw and each check is
-    atomic. ``peak`` is the most sub-agents seen running at once.
+    atomic.
     """
 
     def __init__(
@@ -128,8 +128,6 @@ class Ledger:
         wall = containment.max_total_wall_seconds
         self.wall_end = started_at + wall if wall is not None else None
         self._slots = asyncio.Semaphore(containment.max_concurrent_agents)
-        self.running = 0
-        self.peak = 0
 
     @classmethod
     def restored(cls, containment: Containment, store: Store, root_id: str) -> Ledger:
@@ -192,12 +190,7 @@ class Ledger:
     async def slot(self) -> AsyncIterator[None]:
         """Run one sub-agent: wait for a free slot, hold it while the block runs."""
         async with self._slots:
-            self.running += 1
-            self.peak = max(self.peak, self.running)
-            try:
-                yield
-            finally:
-                self.running -= 1
+            yield
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,11 +336,6 @@ class AgentNode:
             "cost": RunOutcome.COST_BUDGET_EXCEEDED,
             "wall": RunOutcome.TIME_BUDGET_EXCEEDED,
         }[spent]
-
-    @staticmethod
-    def spawns_in(progress: StepProgress) -> bool:
-        """Whether the answer of a step calls ``spawn_agent``."""
-        return any(call.name == SPAWN_TOOL for call in progress.assistant.tool_calls)
 
     async def settle(self, done: Sequence[DoneCall]) -> list[DoneCall] | ApprovalRequest:
         """Wait for this turn's children; their results in place of the spawn calls' stand-ins.
