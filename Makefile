@@ -7,8 +7,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint typecheck unit bench cassette clean
 
-# The Linux sandbox: bubblewrap, and libseccomp for its filter (root installs them).
-SYSTEM_PACKAGES := bubblewrap libseccomp2
+# The Linux sandbox: bubblewrap, and libseccomp for its filter; PostgreSQL for the
+# PostgreSQL store's and the workers' tests; Chromium to load the HTML report in a test.
+# Root installs what is missing.
+SYSTEM_PACKAGES := bubblewrap libseccomp2 postgresql chromium
+HAVE_SYSTEM_PACKAGES := command -v bwrap >/dev/null && ldconfig -p | grep -q libseccomp.so.2 && \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && command -v chromium >/dev/null
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -16,7 +20,7 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || { [ "$$(id -u)" = 0 ] && \
 		apt-get update -qq && apt-get install -y -qq python3-venv; }
 	@if [ "$$(uname -s)" = Linux ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
-		! { command -v bwrap >/dev/null && ldconfig -p | grep -q libseccomp.so.2; }; then \
+		! { $(HAVE_SYSTEM_PACKAGES); }; then \
 		apt-get update -qq && apt-get install -y -qq $(SYSTEM_PACKAGES); fi
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip

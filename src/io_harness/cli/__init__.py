@@ -35,13 +35,24 @@ EXIT_INTERRUPTED = 130
 """Ctrl-C (SIGINT): 128 + 2; SIGTERM gives 128 + 15 = 143."""
 
 
+STORE_HELP = f"the run store: a SQLite file, or a postgresql:// URL (default: {DEFAULT_STORE})"
+
+
+def store_location(text: str) -> Path | str:
+    """``--store``'s value: a PostgreSQL URL as given, anything else a SQLite file's path."""
+    return text if text.startswith(("postgresql://", "postgres://")) else Path(text)
+
+
+def store_missing(location: Path | str) -> bool:
+    """Whether ``location`` names a SQLite file that does not exist (nothing stored yet).
+
+    A database URL is never missing: opening it says whether it can be reached.
+    """
+    return isinstance(location, Path) and not location.exists()
+
+
 def _with_store(sub: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    sub.add_argument(
-        "--store",
-        type=Path,
-        default=DEFAULT_STORE,
-        help=f"the run store (default: {DEFAULT_STORE})",
-    )
+    sub.add_argument("--store", type=store_location, default=DEFAULT_STORE, help=STORE_HELP)
     return sub
 
 
@@ -104,9 +115,7 @@ def _add_memory_commands(commands: Any) -> None:
 
 
 def _with_scope(sub: argparse.ArgumentParser, store: Any, workspace: Any) -> None:
-    sub.add_argument(
-        "--store", type=Path, default=store, help=f"the run store (default: {DEFAULT_STORE})"
-    )
+    sub.add_argument("--store", type=store_location, default=store, help=STORE_HELP)
     sub.add_argument(
         "--workspace",
         type=Path,
@@ -188,6 +197,19 @@ def _parser() -> argparse.ArgumentParser:
 
     sub = _with_store(commands.add_parser("runs", help="list runs, newest first"))
     sub.add_argument("--limit", type=int, default=20, help="how many (default: 20)")
+    sub.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="only runs with this label; give it again for runs with all of them",
+    )
+    sub.add_argument(
+        "--status",
+        metavar="STATUS",
+        help="only runs in this status (running, interrupted, awaiting, finished) or with "
+        "this outcome (verified, not_verified, ...)",
+    )
     sub.set_defaults(handler="_commands:cmd_runs")
 
     _add_show_command(commands)
@@ -209,9 +231,73 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub.set_defaults(handler="_sandbox:cmd_doctor")
 
+    _add_fleet_commands(commands)
     _add_demo_command(commands)
     _debug_everywhere(parser)
     return parser
+
+
+def _add_fleet_commands(commands: Any) -> None:
+    """Commands over many runs: the queue and its workers, suites, the report of a run."""
+    sub = _with_store(
+        commands.add_parser(
+            "enqueue", help="store a contract's run and queue it for ioh worker (PostgreSQL)"
+        )
+    )
+    sub.add_argument("contract", type=Path, help="the contract file")
+    _with_provider(sub)
+    _with_policy_file(sub)
+    sub.add_argument("--run-id", help="name the run (default: generated)")
+    sub.add_argument("--roles", type=Path, metavar="FILE", help="as for ioh run")
+    sub.add_argument("--memory", action="store_true", help="as for ioh run")
+    _with_sandbox(sub)
+    sub.set_defaults(handler="_queue:cmd_enqueue")
+
+    sub = _with_store(
+        commands.add_parser("worker", help="drive queued runs until stopped (PostgreSQL)")
+    )
+    sub.add_argument(
+        "--concurrency", type=int, default=4, metavar="N", help="runs driven at once (default: 4)"
+    )
+    sub.add_argument(
+        "--drain",
+        action="store_true",
+        help="stop when the queue is empty instead of waiting for more runs",
+    )
+    sub.set_defaults(handler="_queue:cmd_worker")
+
+    sub = _with_store(
+        commands.add_parser("eval", help="run a suite of contracts over providers; compare them")
+    )
+    sub.add_argument("suite", type=Path, help="the suite file (TOML)")
+    sub.add_argument(
+        "--provider",
+        action="append",
+        metavar="SPEC",
+        help="run the suite with this provider instead of the suite's; give it again to "
+        "compare providers side by side",
+    )
+    sub.add_argument(
+        "--concurrency", type=int, metavar="N", help="runs at once (default: the suite's)"
+    )
+    export = sub.add_mutually_exclusive_group()
+    export.add_argument("--json", action="store_true", help="print the results as JSON")
+    export.add_argument("--csv", action="store_true", help="print the results as CSV")
+    _with_sandbox(sub)
+    sub.set_defaults(handler="_eval:cmd_eval")
+
+    sub = _with_store(
+        commands.add_parser("report", help="write one run's trace as a self-contained HTML page")
+    )
+    sub.add_argument("run_id", help="the run (a tree's root gets every agent)")
+    sub.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="the HTML file to write (default: report-RUN_ID.html)",
+    )
+    sub.set_defaults(handler="_report:cmd_report")
 
 
 def _add_demo_command(commands: Any) -> None:
@@ -256,6 +342,9 @@ def _add_show_command(commands: Any) -> None:
         default="transcript",
         help="transcript: the run step by step, what compaction left out of the model's "
         "view marked (the default); model: the messages the model is sent at the run's end",
+    )
+    sub.add_argument(
+        "--json", action="store_true", help="print the run's whole trace as JSON instead"
     )
     sub.set_defaults(handler="_commands:cmd_show")
 

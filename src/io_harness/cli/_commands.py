@@ -19,7 +19,7 @@ from rich.console import Console
 from io_harness._contract_toml import mcp_servers, sandbox_config
 from io_harness._demo import CASSETTE, prepare, use_this_python
 from io_harness._harness import Harness
-from io_harness.cli import EXIT_AWAITING, EXIT_NOT_VERIFIED
+from io_harness.cli import EXIT_AWAITING, EXIT_NOT_VERIFIED, store_missing
 from io_harness.cli._launch import (
     launch_labels,
     mcp_label,
@@ -56,7 +56,7 @@ from io_harness.policy import Approver, Policy
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider, Replay
 from io_harness.providers._spec import provider_from_specs
-from io_harness.store import RunSummary, SqliteStore, Store
+from io_harness.store import RunSummary, Store
 from io_harness.store._sqlite import UndecodableError
 
 __all__ = [
@@ -237,7 +237,7 @@ def _resume(
 
 def cmd_pending(args: argparse.Namespace, console: Console) -> int:
     """``ioh pending``: every action awaiting approval, a sub-agent's with its tree's root."""
-    if not args.store.exists():
+    if store_missing(args.store):
         say(console, f"no actions are awaiting approval (no store at {escape(str(args.store))})")
         return 0
     with Store.open(args.store) as store:
@@ -284,15 +284,15 @@ def cmd_decide(args: argparse.Namespace, console: Console) -> int:
         return _resume(args, console, store, provider, prices)
 
 
-def _existing_store(path: Path) -> SqliteStore:
-    if not path.exists():
-        raise ConfigError(f"no store at {path}; run something first or give --store")
-    return Store.open(path)
+def _existing_store(location: Path | str) -> Store:
+    if store_missing(location):
+        raise ConfigError(f"no store at {location}; run something first or give --store")
+    return Store.open(location)
 
 
 def cmd_runs(args: argparse.Namespace, console: Console) -> int:
     """``ioh runs``: one line a run, newest first, its spend in its own currency."""
-    if not args.store.exists():
+    if store_missing(args.store):
         say(console, f"no runs yet (no store at {escape(str(args.store))})")
         return 0
     with Store.open(args.store) as store:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from io_harness.cli import store_missing
 from io_harness.cli._text import escape
 from io_harness.store import Store
 from io_harness.store._memory import DEFAULT_MEMORY_LIMITS, MemoryEntry
@@ -24,7 +25,7 @@ def _scope(args: argparse.Namespace) -> str:
 
 def cmd_memory(args: argparse.Namespace, console: Console) -> int:
     workspace = _scope(args)
-    if not args.store.exists():
+    if store_missing(args.store):
         console.print(f"no memory yet (no store at {escape(str(args.store))})", soft_wrap=True)
         return 0
     with Store.open(args.store) as store:
@@ -35,7 +36,7 @@ def cmd_memory(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_forget(args: argparse.Namespace, console: Console) -> int:
     workspace = _scope(args)
-    if not args.store.exists():
+    if store_missing(args.store):
         console.print(f"no memory yet (no store at {escape(str(args.store))})", soft_wrap=True)
         return EXIT_NOT_REMEMBERED
     with Store.open(args.store) as store:

@@ -142,8 +142,8 @@ def for_the_shell(message: str, hint: str = "") -> str:
     return message
 
 
-def store_hint(store: Path | None) -> str:
-    """`` --store PATH`` for a command suggested about a store other than the default."""
+def store_hint(store: Path | str | None) -> str:
+    """`` --store LOCATION`` for a command suggested about a store other than the default."""
     return "" if store is None or store == DEFAULT_STORE else f" --store {store}"
 
 
