@@ -6,7 +6,10 @@ bubblewrap makes private anyway); a command in the sandbox tries to connect.
 
 from __future__ import annotations
 
+import asyncio
+import os
 import socket
+import struct
 import sys
 import uuid
 from collections.abc import Iterator
@@ -15,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from io_harness.sandbox import BubblewrapSandbox, SandboxConfig
+from io_harness.sandbox._linux import NOBODY
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap is Linux's")
 
@@ -64,4 +68,28 @@ async def test_a_socket_the_configuration_allows_is_reached(tmp_path: Path, daem
 async def test_an_open_network_leaves_the_hosts_sockets_as_they_are(
     tmp_path: Path, daemon: Path
 ) -> None:
+    daemon.chmod(0o777)  # any user may connect: the command may, whoever it runs as
     assert await _connect(tmp_path, daemon, SandboxConfig(network="open")) == "connected"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the harness runs as root only in this case")
+async def test_a_root_harness_command_is_not_root_to_a_daemon_that_checks_its_peer(
+    tmp_path: Path,
+) -> None:
+    """A daemon reading the peer's credentials sees nobody, never the host's root."""
+    path = tmp_path / "peer.sock"
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(path))
+    listener.listen()
+    try:
+        connecting = asyncio.create_task(_connect(tmp_path, path, SandboxConfig()))
+        accepted, _ = await asyncio.to_thread(listener.accept)
+        credentials = accepted.getsockopt(
+            socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")
+        )
+        _, uid, gid = struct.unpack("3i", credentials)
+        accepted.close()
+        assert await connecting == "connected"
+    finally:
+        listener.close()
+    assert (uid, gid) == (NOBODY, NOBODY)

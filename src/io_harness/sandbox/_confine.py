@@ -105,3 +105,171 @@ def _seccomp(path: str) -> None:
     fprog = _SockFprog(len(program) // 8, program)
     if _libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
         _fail(f"loading the seccomp filter failed (errno {ctypes.get_errno()})")
+
+
+# -- Running as an unprivileged uid when the harness is root -----------------------------------
+
+_CLONE_NEWNS, _CLONE_NEWUSER = 0x00020000, 0x10000000
+_MS_NOSUID, _MS_NODEV, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
+_SYS_OPEN_TREE, _SYS_MOVE_MOUNT, _SYS_MOUNT_SETATTR = 428, 429, 442  # the same everywhere
+_OPEN_TREE_CLONE, _AT_RECURSIVE, _AT_EMPTY_PATH = 1, 0x8000, 0x1000
+_MOVE_MOUNT_F_EMPTY_PATH = 0x4
+_MOUNT_ATTR_IDMAP = 0x00100000
+_AT_FDCWD = -100
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = (
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    )
+
+
+def _call(result: int, what: str) -> int:
+    if result < 0:
+        number = ctypes.get_errno()
+        _fail(f"{what} failed: {os.strerror(number)}")
+    return result
+
+
+def _searchable_by_others(path: str) -> bool:
+    return os.stat(path).st_mode & 0o001 != 0
+
+
+def _open_to_others(path: str) -> bool:
+    """Whether any user may use ``path``: read and enter a folder, read a file."""
+    wanted = 0o005 if os.path.isdir(path) else 0o004
+    return os.stat(path).st_mode & wanted == wanted
+
+
+def lend_to(uid: int, gid: int, writable: list[str], needed: list[str]) -> None:
+    """Let ``uid``/``gid`` write ``writable`` and reach ``needed`` (Linux, as root).
+
+    In a mount namespace of this process's own: each path of ``writable`` is
+    remounted on itself idmapped, so ``uid`` sees the files of the path's owner
+    (root's, or a user's) as its own and what it writes lands on disk as the
+    owner's; files of other owners there keep their modes. Each folder others may
+    not enter on the way to a path of either list is covered by an empty one, into
+    which the next component on the way is mounted back, so the rest stays hidden;
+    a path of ``needed`` others may not enter is idmapped like one to write.
+    The process then changes to ``uid`` itself (the launcher does that).
+    """
+    libc = _libc()
+    _call(libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    _call(libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "making mounts private")
+    writable = [os.path.realpath(path) for path in writable]
+    hidden: dict[str, set[str]] = {}  # a folder others may not enter -> the components needed
+    for path in (*writable, *needed):
+        _note_hidden(os.path.realpath(path), writable, hidden)
+    places = {
+        place: False
+        for folder, names in hidden.items()
+        for place in (os.path.join(folder, name) for name in names)
+        if place not in hidden  # covered in turn, not mounted back
+    }
+    needed = [os.path.realpath(path) for path in needed]
+    places.update({path: False for path in needed if not _open_to_others(path)})
+    places.update(dict.fromkeys(writable, True))
+    # Every tree is cloned before any folder is covered, while each is still reachable.
+    owners: dict[tuple[int, int], int] = {}  # a path's owner -> a namespace mapping it to uid
+    steps: list[tuple[str, bool, int]] = [(folder, True, -1) for folder in hidden]
+    for place, lent in places.items():
+        status = os.stat(place)
+        mapped = -1
+        if (lent or not _open_to_others(place)) and status.st_uid != uid:
+            owner = (status.st_uid, status.st_gid)
+            if owner not in owners:
+                owners[owner] = _userns(owner, (uid, gid))
+            mapped = owners[owner]
+        steps.append((place, os.path.isdir(place), _clone(place, mapped)))
+    for namespace in owners.values():
+        os.close(namespace)
+    # Outer paths first; a folder is mounted back into its cover before it is covered.
+    for place, is_folder, tree in sorted(steps, key=lambda step: (len(step[0]), step[2] < 0)):
+        _mountpoint(place, is_folder)
+        if tree < 0:
+            flags = _MS_NOSUID | _MS_NODEV
+            cover = libc.mount(b"tmpfs", place.encode(), b"tmpfs", flags, b"mode=0755")
+            _call(cover, f"covering {place}")
+            continue
+        moved = libc.syscall(
+            _SYS_MOVE_MOUNT, tree, b"", _AT_FDCWD, place.encode(), _MOVE_MOUNT_F_EMPTY_PATH
+        )
+        _call(moved, f"mounting {place}")
+        os.close(tree)
+
+
+def _note_hidden(path: str, writable: list[str], hidden: dict[str, set[str]]) -> None:
+    """Record each folder others may not enter on the way to ``path``, with the component
+    below it on the way; not inside a folder to write (its idmap lets the uid in)."""
+    folder = "/"
+    for name in path.strip("/").split("/")[:-1]:
+        below = os.path.join(folder, name)
+        if below in writable:
+            return
+        if not _searchable_by_others(below):
+            hidden.setdefault(below, set()).add(path[len(below) :].strip("/").split("/")[0])
+        folder = below
+
+
+def _mountpoint(place: str, folder: bool) -> None:
+    """Make ``place`` exist (on a covering tmpfs it does not yet), as a folder or a file."""
+    if os.path.lexists(place):
+        return
+    os.makedirs(os.path.dirname(place), exist_ok=True)
+    if folder:
+        os.mkdir(place)
+    else:
+        os.close(os.open(place, os.O_WRONLY | os.O_CREAT, 0o644))
+
+
+def _clone(path: str, idmap: int) -> int:
+    """A detached copy of the mount tree at ``path``, idmapped through ``idmap`` if given."""
+    libc = _libc()
+    flags = _OPEN_TREE_CLONE | _AT_RECURSIVE | os.O_CLOEXEC
+    tree = _call(libc.syscall(_SYS_OPEN_TREE, _AT_FDCWD, path.encode(), flags), f"cloning {path}")
+    if idmap >= 0:
+        attr = _MountAttr(_MOUNT_ATTR_IDMAP, 0, 0, idmap)
+        _call(
+            libc.syscall(
+                _SYS_MOUNT_SETATTR, tree, b"", _AT_EMPTY_PATH, ctypes.byref(attr),
+                ctypes.sizeof(attr),
+            ),
+            f"idmapping {path} (the kernel or its filesystem may not allow it)",
+        )  # fmt: skip
+    return tree
+
+
+def _userns(owner: tuple[int, int], to: tuple[int, int]) -> int:
+    """A user namespace that maps ``owner`` (a uid and gid on disk) to ``to``: an idmapped
+    mount through it shows the owner's files as ``to``'s, and writes ``to``'s as the owner's."""
+    ready_r, ready_w = os.pipe()
+    done_r, done_w = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the forked child
+        os.close(ready_r)
+        os.close(done_w)
+        ok = _libc().unshare(_CLONE_NEWUSER) == 0
+        os.write(ready_w, b"1" if ok else b"0")
+        os.read(done_r, 1)
+        os._exit(0)
+    os.close(ready_w)
+    os.close(done_r)
+    try:
+        if os.read(ready_r, 1) != b"1":
+            _fail("unshare(CLONE_NEWUSER) failed")
+        maps = (
+            ("uid_map", f"{owner[0]} {to[0]} 1"),
+            ("setgroups", "deny"),
+            ("gid_map", f"{owner[1]} {to[1]} 1"),
+        )
+        for name, line in maps:
+            with open(f"/proc/{child}/{name}", "w") as handle:
+                handle.write(line)
+        return os.open(f"/proc/{child}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        os.close(done_w)
+        os.close(ready_r)
+        os.waitpid(child, 0)

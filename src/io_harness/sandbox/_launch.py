@@ -49,11 +49,15 @@ def launch_args(
     parent: int | None = None,
     scratch: str | None = None,
     fds: dict[int, str] | None = None,
+    lend: list[str] | None = None,
+    need: list[str] | None = None,
 ) -> list[str]:
     """The launcher's arguments: join ``cgroups``, set ``rlimits``, become ``uid``/``gid``,
     allow writes only beneath ``landlock`` (when given), load ``seccomp``, enter ``cwd``,
     open each file of ``fds`` read-only at its descriptor, then execute ``argv`` (its
-    program an absolute path). With ``parent`` (the harness's pid), a guard outlives the
+    program an absolute path). Before becoming ``uid``, as root, it lends that uid the
+    paths of ``lend`` to write and makes those of ``need`` reachable (``lend_to`` in
+    ``_confine.py``). With ``parent`` (the harness's pid), a guard outlives the
     exec and ends the command's tree, and removes ``scratch``, if ``parent`` dies.
 
     The files are opened by the launcher, not passed in, so the whole line is a
@@ -69,6 +73,10 @@ def launch_args(
         args += ["--rlimit", name, str(soft), str(hard)]
     if uid is not None and gid is not None:
         args += ["--uid", str(uid), "--gid", str(gid)]
+    for path in lend or ():
+        args += ["--lend", path]
+    for path in need or ():
+        args += ["--need", path]
     if landlock is not None:
         args.append("--landlock")
         for path in landlock:
@@ -218,6 +226,8 @@ class _Steps:
         self.parent: int | None = None
         self.scratch: str | None = None
         self.fds: list[tuple[int, str]] = []
+        self.lend: list[str] = []
+        self.need: list[str] = []
         while args and args[0] != "--":
             option, args = args[0], args[1:]
             if option == "--rlimit":
@@ -251,6 +261,10 @@ class _Steps:
             self.parent = int(value)
         elif option == "--scratch":
             self.scratch = value
+        elif option == "--lend":
+            self.lend.append(value)
+        elif option == "--need":
+            self.need.append(value)
         else:
             raise ValueError(f"unknown option {option}")
 
@@ -263,8 +277,21 @@ class _Steps:
         if self.parent is not None:
             _guard(self.parent, self.cgroups, self.scratch)
         # Loaded before the uid changes: another uid may not read this Python's files.
+        lending = bool(self.lend or self.need) and self.uid is not None and self.gid is not None
         confining = self.writable is not None or self.seccomp is not None
-        module = _load_confine() if confining else None
+        module = _load_confine() if confining or lending else None
+        if module is not None and lending:
+            try:
+                module.lend_to(self.uid, self.gid, self.lend, self.need)
+            except module.ConfineError as exc:
+                _fail(str(exc))
+        # Opened before the uid changes too: the files may be root's alone.
+        for number, path in self.fds:
+            opened = os.open(path, os.O_RDONLY)
+            if opened != number:  # nothing of the launcher's own is at ``number`` by now
+                os.dup2(opened, number)
+                os.close(opened)
+            os.set_inheritable(number, True)
         if self.uid is not None and self.gid is not None:
             os.setgroups([])
             os.setgid(self.gid)
@@ -276,12 +303,6 @@ class _Steps:
                 _fail(str(exc))
         if self.cwd is not None:
             os.chdir(self.cwd)
-        for number, path in self.fds:
-            opened = os.open(path, os.O_RDONLY)
-            if opened != number:  # nothing of the launcher's own is at ``number`` by now
-                os.dup2(opened, number)
-                os.close(opened)
-            os.set_inheritable(number, True)
 
 
 def main(args: list[str]) -> None:

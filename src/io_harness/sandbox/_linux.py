@@ -22,7 +22,8 @@ from io_harness.sandbox._spawn import LAUNCHER, Command, ContainedSandbox, Wrapp
 __all__ = ["BubblewrapSandbox", "FloorSandbox", "LandlockSandbox", "NamespacesSandbox"]
 
 NOBODY = 65534
-"""The uid and gid a command runs as when the harness runs as root."""
+"""The uid and gid a command runs as when the harness runs as root (bubblewrap runs as it
+too, but with ``full_access``; see :func:`_as_nobody`)."""
 
 SECCOMP_FD = 3
 """The descriptor bubblewrap reads the seccomp filter from (the launcher opens it there)."""
@@ -112,9 +113,13 @@ class BubblewrapSandbox(ContainedSandbox):
         assert command.seccomp is not None
         args = ["bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         args += ["--unshare-cgroup-try"]
-        if _as_root():
-            # As root bwrap would keep every capability; a mapped non-root uid has none.
+        launcher: dict[str, Any] = {"fds": {SECCOMP_FD: str(command.seccomp)}}
+        if _as_root() and command.mode == "full_access":
+            # Writing the whole host was asked for: bwrap runs as root, and the command's
+            # uid (non-root inside, so it has no capabilities) is the host's root.
             args += ["--uid", str(NOBODY), "--gid", str(NOBODY)]
+        elif _as_root():
+            launcher |= _as_nobody(command)
         if command.config.network != "open":
             args.append("--unshare-net")
         args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
@@ -140,10 +145,34 @@ class BubblewrapSandbox(ContainedSandbox):
         args += ["--seccomp", str(SECCOMP_FD), "--chdir", str(command.cwd), "--"]
         bwrap = shutil.which("bwrap") or "/usr/bin/bwrap"
         return Wrapping(
-            argv=(bwrap, *args[1:], *command.argv),
-            launcher={"fds": {SECCOMP_FD: str(command.seccomp)}},
-            signal_in_status=True,
+            argv=(bwrap, *args[1:], *command.argv), launcher=launcher, signal_in_status=True
         )
+
+
+def _as_nobody(command: Command, *programs: str) -> dict[str, Any]:
+    """The launcher's steps that run the command (and a wrapper: bubblewrap, ``unshare``)
+    as ``nobody``; ``programs`` are more the command must reach (a wrapper's Python).
+
+    A harness running as root must not run commands as the host's root (a uid
+    mapped to 0 is root to anything outside that checks only the uid). The
+    launcher, still root, idmaps each folder the command may write (and each Unix
+    socket the configuration allows), so ``nobody`` writes there and the files stay
+    their owner's, and mounts back the folders it must
+    reach through one only root may enter (a program under ``/root``), hiding the
+    rest of that one; then it becomes ``nobody`` and executes bwrap.
+    """
+    path = os.environ.get("PATH", os.defpath).split(os.pathsep)
+    need = [command.workdir, command.cwd, *command.readable, *(Path(p) for p in path if p)]
+    need += [Path(p) for p in (command.argv[0], *programs) if os.path.isabs(p)]
+    # A socket the configuration allows is lent too: connecting to one takes write access.
+    sockets = [Path(p) for p in command.config.allow_unix_sockets if Path(p).exists()]
+    lend = [*command.writable_paths(), *sockets]
+    return {
+        "uid": NOBODY,
+        "gid": NOBODY,
+        "lend": [str(p) for p in lend],
+        "need": sorted({str(p) for p in need if p.exists()} - {str(p) for p in lend}),
+    }
 
 
 _PRIVATE = (Path("/tmp"), Path("/run"))
@@ -212,14 +241,16 @@ def _confining_steps(command: Command) -> dict[str, Any]:
 class LandlockSandbox(ContainedSandbox):
     """Linux without bwrap: Landlock confines writes, seccomp the network; no namespaces.
 
-    Relied on only with a non-root uid. As root the launcher drops to ``nobody``,
-    so the workdir must be writable by that uid; :func:`select` passes this
-    backend by when the harness runs as root.
+    Relied on only with a non-root uid. As root the launcher lends the command's
+    folders to ``nobody`` and becomes it (:func:`_as_nobody`); :func:`select` still
+    passes this backend by when the harness runs as root.
     """
 
     backend_name = "landlock"
     needs_seccomp = True
     denies_network = True
+    # As root the launcher forks once, briefly, for the user namespace of its idmaps.
+    helper_processes = 1 if _as_root() else 0
 
     @staticmethod
     def available() -> tuple[bool, str]:
@@ -234,8 +265,7 @@ class LandlockSandbox(ContainedSandbox):
         """The command itself, after the launcher's Landlock and seccomp steps."""
         steps = _confining_steps(command)
         if _as_root():
-            os.chown(command.scratch, NOBODY, NOBODY)
-            steps.update(uid=NOBODY, gid=NOBODY)
+            steps |= _as_nobody(command)
         return Wrapping(argv=command.argv, launcher=steps)
 
 
@@ -267,11 +297,16 @@ class NamespacesSandbox(ContainedSandbox):
     def wrap(self, command: Command) -> Wrapping:
         """``unshare`` into new namespaces, then the launcher again to confine and exec."""
         inner = launch_args(command.argv, cwd=str(command.cwd), **_confining_steps(command))
-        mapping = [f"--map-user={NOBODY}", f"--map-group={NOBODY}"] if _as_root() else ["-c"]
-        args = ["--user", *mapping, "--pid", "--fork", "--kill-child", "--mount-proc"]
+        # As root, the outer launcher becomes nobody first (see _as_nobody), so the
+        # namespace's user is nobody on the host too.
+        args = ["--user", "-c", "--pid", "--fork", "--kill-child", "--mount-proc"]
         args += ["--ipc", "--uts"]
         if command.config.network != "open":
             args.append("--net")
         launcher = [sys.executable, "-I", "-S", "-B", str(LAUNCHER), *inner]
         unshare = shutil.which("unshare") or "/usr/bin/unshare"
-        return Wrapping(argv=(unshare, *args, "--", *launcher), signal_in_status=True)
+        return Wrapping(
+            argv=(unshare, *args, "--", *launcher),
+            launcher=_as_nobody(command, sys.executable) if _as_root() else {},
+            signal_in_status=True,
+        )
