@@ -145,7 +145,10 @@ class BubblewrapSandbox(ContainedSandbox):
         args += ["--seccomp", str(SECCOMP_FD), "--chdir", str(command.cwd), "--"]
         bwrap = shutil.which("bwrap") or "/usr/bin/bwrap"
         return Wrapping(
-            argv=(bwrap, *args[1:], *command.argv), launcher=launcher, signal_in_status=True
+            argv=(bwrap, *args[1:], *command.argv),
+            launcher=launcher,
+            signal_in_status=True,
+            dies_with_harness=True,
         )
 
 

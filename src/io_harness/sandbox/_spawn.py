@@ -16,6 +16,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import dataclasses
+import functools
 import math
 import os
 import selectors
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from io_harness._process import OUTPUT_CAP_BYTES, CappedOutput, Stream, _feed, in_thread
+from io_harness._scratch import sweep
 from io_harness.errors import SandboxError
 from io_harness.sandbox._cgroups import CommandCgroups
 from io_harness.sandbox._launch import launch_args
@@ -96,6 +98,9 @@ class Wrapping:
     ``fds`` (files to open at given descriptors)."""
     signal_in_status: bool = False
     """The wrapper reports a command killed by signal N as exit status 128 + N."""
+    dies_with_harness: bool = False
+    """The wrapper ends the command's whole tree if the harness dies (bubblewrap's
+    ``--die-with-parent`` in a pid namespace): the launcher leaves no guard behind."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +114,18 @@ class Service:
     cwd: Path
     """The folder to start the launcher in (it enters the command's own folder itself)."""
     backend: str
+
+
+@functools.cache
+def _swept(kind: str) -> None:
+    sweep(kind)
+
+
+def _scratch(kind: str) -> Path:
+    """A command's private folder ``ioh-KIND-PID-…``, named by this process's pid so that
+    one a killed harness left behind goes at the next harness's first command."""
+    _swept(kind)
+    return Path(tempfile.mkdtemp(prefix=f"ioh-{kind}-{os.getpid()}-"))
 
 
 def _rlimits(limits: SandboxLimits, cgroups: CommandCgroups | None) -> dict[str, list[int]]:
@@ -218,7 +235,7 @@ class ContainedSandbox(abc.ABC):
         events = [
             SandboxEvent("create", self.name, {"mode": mode, "limits": limits.record()}),
         ]
-        scratch = Path(tempfile.mkdtemp(prefix="ioh-sandbox-"))
+        scratch = _scratch("sandbox")
         cgroups: CommandCgroups | None = None
         started = time.monotonic()
         try:
@@ -277,7 +294,7 @@ class ContainedSandbox(abc.ABC):
         be passed, is a :class:`~io_harness.errors.SandboxError`.
         """
         config = config or self._config
-        scratch = Path(tempfile.mkdtemp(prefix="ioh-service-"))
+        scratch = _scratch("service")
         cgroups: CommandCgroups | None = None
         try:
             prepared = self._prepare(
@@ -448,7 +465,9 @@ class ContainedSandbox(abc.ABC):
             rlimits=_rlimits(limits, cgroups),
             cwd=str(command.cwd),
             # The launcher's guard needs pidfds to watch the harness (Linux).
-            parent=os.getpid() if sys.platform == "linux" else None,
+            parent=os.getpid()
+            if sys.platform == "linux" and not wrapping.dies_with_harness
+            else None,
             scratch=str(command.scratch),
             **wrapping.launcher,
         )
