@@ -28,3 +28,10 @@ def store(tmp_path: Path) -> Iterator[Store]:
     opened = Store.open(tmp_path / "runs.db")
     yield opened
     opened.close()
+
+
+# A throw-away PostgreSQL server (session) and a fresh database per test: see tests/_postgres.py.
+from _postgres import postgres_cluster, postgres_url  # noqa: E402, F401
+
+# The store conformance suite runs a test on each backend: see tests/_stores.py.
+from _stores import store_factory  # noqa: E402, F401

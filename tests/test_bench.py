@@ -37,6 +37,20 @@ def test_the_sandbox_overhead_benchmark_runs_and_prints_its_figures() -> None:
         assert label in done.stdout
 
 
+def test_the_store_commit_benchmark_runs_and_prints_its_figures() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "store_commit.py"), "--steps", "20", "--rounds", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    for label in ("sqlite full", "postgresql full"):
+        assert label in done.stdout
+
+
 def test_the_tree_spawn_benchmark_runs_and_prints_its_figures() -> None:
     done = subprocess.run(
         [sys.executable, str(BENCH / "tree_spawn.py"), "--quick", "--split"],

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from _stores import StoreFactory
 from io_harness import (
     Budget,
     CompletionRequest,
@@ -25,6 +26,12 @@ from io_harness.testing import ScriptedProvider, call, reply
 
 class ProcessDied(BaseException):
     """Stands for the process ending mid-step: nothing of the step is committed."""
+
+
+@pytest.fixture
+def store(store_factory: StoreFactory) -> Store:
+    """Resume is a store's promise: every test here runs on each backend."""
+    return store_factory()
 
 
 def contract(root: Path, **budget: object) -> TaskContract:

@@ -1,4 +1,7 @@
-"""The SQLite store: schema version, corrupt and foreign files, listing, concurrent readers."""
+"""The store conformance suite: each test that takes ``store_factory`` runs on SQLite and on
+PostgreSQL (schema version, foreign databases, listing and its filters, concurrent readers,
+a second writer, leases); the rest is what only a SQLite file has (WAL, a corrupt file, bytes
+that are not UTF-8, a full disk, relative paths)."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from _stores import StoreFactory, eventually
 from io_harness import (
     Budget,
     ResumeError,
@@ -23,7 +27,8 @@ from io_harness import (
     run,
 )
 from io_harness.store._records import StepRecord
-from io_harness.store._schema import MIGRATIONS, SCHEMA_VERSION
+from io_harness.store._schema import SCHEMA_VERSION
+from io_harness.store._sqlite import SqliteStore
 from io_harness.testing import ScriptedProvider, call, reply
 
 
@@ -48,38 +53,36 @@ def test_a_new_store_records_its_schema_version(tmp_path: Path) -> None:
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
-async def test_a_version_1_store_is_migrated_with_its_runs_intact(tmp_path: Path) -> None:
+async def test_a_version_1_store_is_migrated_with_its_runs_intact(
+    tmp_path: Path, store_factory: StoreFactory
+) -> None:
     # A store as the first release wrote it: only the version 1 schema, one run in it.
-    path = tmp_path / "runs.db"
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        db.executescript(MIGRATIONS[0])
-        db.execute("PRAGMA user_version = 1")
-        db.execute(
-            "INSERT INTO runs (id, goal, contract, system_prompt, tools, provider, model, status,"
-            " outcome, steps, input_tokens, output_tokens, started_at, finished_at)"
-            " VALUES ('old', 'g', '{}', 's', '[]', 'scripted', 'm', 'finished', 'success', 2,"
-            " 10, 5, 1.0, 2.0)"
-        )
-        db.commit()
+    store_factory.create_at_version(1)
+    store_factory.sql(
+        "INSERT INTO runs (id, goal, contract, system_prompt, tools, provider, model, status,"
+        " outcome, steps, input_tokens, output_tokens, started_at, finished_at)"
+        " VALUES ('old', 'g', '{}', 's', '[]', 'scripted', 'm', 'finished', 'success', 2,"
+        " 10, 5, 1.0, 2.0)"
+    )
 
-    with Store.open(path) as store:
-        (old,) = store.runs()
-        assert (old.id, old.tokens, old.cost_micros, old.unpriced_calls) == ("old", 15, 0, 0)
-        result = await run(contract(tmp_path), listing(), store=store)
-        # The trace selects every column by name: it loads only if the migrations added them.
-        calls = store.trace(result.run_id).provider_calls
-        assert calls and calls[0].cost_micros is None  # no prices given: unpriced
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    store = store_factory()
+    (old,) = store.runs()
+    assert (old.id, old.tokens, old.cost_micros, old.unpriced_calls) == ("old", 15, 0, 0)
+    result = await run(contract(tmp_path), listing(), store=store)
+    # The trace selects every column by name: it loads only if the migrations added them.
+    calls = store.trace(result.run_id).provider_calls
+    assert calls and calls[0].cost_micros is None  # no prices given: unpriced
+    assert [r.id for r in store.runs()] == [result.run_id, "old"]
+    store_factory().close()  # a store at the current format opens as it is
 
 
-def test_a_store_written_by_a_newer_version_is_a_resume_error(tmp_path: Path) -> None:
-    Store.open(tmp_path / "runs.db").close()
-    with contextlib.closing(sqlite3.connect(tmp_path / "runs.db")) as db:
-        db.execute("PRAGMA user_version = 99")
+def test_a_store_written_by_a_newer_version_is_refused(store_factory: StoreFactory) -> None:
+    store_factory().close()
+    store_factory.set_version(99)
 
-    with pytest.raises(ResumeError, match="format 99, newer"):
-        Store.open(tmp_path / "runs.db")
+    with pytest.raises(ResumeError, match="format 99, newer") as refused:
+        store_factory()
+    assert isinstance(refused.value, StorageError)  # it cannot be read either
 
 
 def test_a_corrupt_store_is_a_storage_error(tmp_path: Path) -> None:
@@ -89,15 +92,18 @@ def test_a_corrupt_store_is_a_storage_error(tmp_path: Path) -> None:
         Store.open(tmp_path / "runs.db")
 
 
-def test_an_sqlite_file_of_another_program_is_refused(tmp_path: Path) -> None:
-    with contextlib.closing(sqlite3.connect(tmp_path / "other.db")) as db:
-        db.execute("CREATE TABLE accounts (id INTEGER)")
+def test_a_database_of_another_program_is_refused(store_factory: StoreFactory) -> None:
+    store_factory.sql("CREATE TABLE accounts (id INTEGER)")
 
     with pytest.raises(StorageError, match="not an io-harness store"):
-        Store.open(tmp_path / "other.db")
+        store_factory()
+    assert store_factory.sql("SELECT count(*) FROM accounts") == [(0,)]
 
 
-async def test_runs_are_listed_newest_first_with_their_totals(project: Path, store: Store) -> None:
+async def test_runs_are_listed_newest_first_with_their_totals(
+    project: Path, store_factory: StoreFactory
+) -> None:
+    store = store_factory()
     first = await run(contract(project, 1), listing(), store=store, run_id="first")
     second = await run(contract(project, 2), listing(), store=store, run_id="second")
 
@@ -111,11 +117,55 @@ async def test_runs_are_listed_newest_first_with_their_totals(project: Path, sto
     assert [r.id for r in store.runs(limit=1)] == ["second"]
 
 
-async def test_another_connection_reads_a_run_while_it_is_being_written(
-    project: Path, tmp_path: Path
+async def test_restart_clock_stamps_the_start_once_and_drops_its_label(
+    store_factory: StoreFactory, project: Path
 ) -> None:
-    writer = Store.open(tmp_path / "shared.db")
-    reader = Store.open(tmp_path / "shared.db")
+    store = store_factory()
+    waiting = {"ioh.queue.waiting": "1", "team": "a"}
+    await run(contract(project, 1), listing(), store=store, run_id="q", labels=waiting)
+
+    with store.lease("q"):
+        assert store.restart_clock("q", "ioh.queue.waiting", at=4_000_000_000.0)
+        assert not store.restart_clock("q", "ioh.queue.waiting", at=5_000_000_000.0)
+    stored = store.load_run("q")
+    assert stored.started_at == 4_000_000_000.0
+    assert stored.labels == {"team": "a"}
+
+
+async def test_runs_are_filtered_by_labels_and_by_status_or_outcome(
+    project: Path, store_factory: StoreFactory
+) -> None:
+    store = store_factory()
+    team = {"team": "a", "suite": "nightly"}
+    await run(contract(project, 1), listing(), store=store, run_id="a1", labels=team)
+    await run(contract(project, 1), listing(), store=store, run_id="a2", labels={"team": "a"})
+    await run(contract(project, 1), listing(), store=store, run_id="b1", labels={"team": "b"})
+    fixed = ScriptedProvider([reply(calls=[call("write_file", path="never.txt", content="x")])])
+    await run(contract(project, 1), fixed, store=store, run_id="won", labels={"team": "b"})
+    stopped = ScriptedProvider([reply(calls=[call("list_dir")]), KeyboardInterrupt()])
+    with pytest.raises(KeyboardInterrupt):
+        await run(contract(project, 3), stopped, store=store, run_id="cut", labels=team)
+
+    def ids(**filters: object) -> list[str]:
+        return [r.id for r in store.runs(**filters)]  # type: ignore[arg-type]
+
+    assert ids(labels={"team": "a"}) == ["cut", "a2", "a1"]
+    assert ids(labels={"team": "a", "suite": "nightly"}) == ["cut", "a1"]
+    assert ids(labels={"team": "a", "suite": "weekly"}) == []
+    assert ids(labels={"suite'": "x"}) == []  # a key is a value, never SQL
+    assert ids(status="running") == ["cut"]
+    assert ids(status="finished") == ["won", "b1", "a2", "a1"]
+    assert ids(status="success") == ["won"]
+    assert ids(status="step_cap_reached", labels={"team": "b"}) == ["b1"]
+    assert ids(status="finished", limit=2) == ["won", "b1"]
+    assert ids(labels={}) == ids() == ["cut", "won", "b1", "a2", "a1"]
+
+
+async def test_another_connection_reads_a_run_while_it_is_being_written(
+    project: Path, store_factory: StoreFactory
+) -> None:
+    writer = store_factory()
+    reader = store_factory()
     seen: list[int] = []
 
     def observe(event: object) -> None:
@@ -126,14 +176,12 @@ async def test_another_connection_reads_a_run_while_it_is_being_written(
 
     assert seen == [1, 2, 3, 4]
     assert reader.trace(result.run_id).run.steps == 4
-    writer.close()
-    reader.close()
 
 
 async def test_a_second_writer_is_refused_before_it_calls_the_model(
-    project: Path, tmp_path: Path
+    project: Path, store_factory: StoreFactory
 ) -> None:
-    first_store, second_store = Store.open(tmp_path / "s.db"), Store.open(tmp_path / "s.db")
+    first_store, second_store = store_factory(), store_factory()
     in_call, release = asyncio.Event(), asyncio.Event()
 
     async def slow(request: object) -> object:
@@ -155,14 +203,12 @@ async def test_a_second_writer_is_refused_before_it_calls_the_model(
     assert intruder.requests == [] and not (project / "x").exists()
     resumed = await resume("r", ScriptedProvider([]), store=second_store)
     assert resumed.outcome is RunOutcome.STEP_CAP_REACHED
-    first_store.close()
-    second_store.close()
 
 
 async def test_a_store_that_cannot_write_reports_a_storage_error(
     project: Path, tmp_path: Path
 ) -> None:
-    store = Store.open(tmp_path / "tiny.db")
+    store = SqliteStore(str(tmp_path / "tiny.db"))
     store._db.execute("PRAGMA max_page_count = 12")  # stands in for a full disk
     big = reply("x" * 200_000, [call("list_dir")])
 
@@ -171,14 +217,33 @@ async def test_a_store_that_cannot_write_reports_a_storage_error(
     store.close()
 
 
-def test_a_committed_step_must_follow_the_last_one(store: Store) -> None:
+def test_a_committed_step_must_follow_the_last_one(store_factory: StoreFactory) -> None:
     with pytest.raises(StorageError, match="not in the store"):
-        store.commit_step("absent", StepRecord(step=1, started_at=0.0))
+        store_factory().commit_step("absent", StepRecord(step=1, started_at=0.0))
+
+
+async def test_a_step_another_writer_committed_first_is_refused_and_nothing_written(
+    project: Path, store_factory: StoreFactory
+) -> None:
+    store = store_factory()
+    stopped = ScriptedProvider([reply(calls=[call("list_dir")]), KeyboardInterrupt()])
+    with pytest.raises(KeyboardInterrupt):
+        await run(contract(project, 3), stopped, store=store, run_id="r")
+    before = store.trace("r")
+
+    with pytest.raises(StorageError, match="advanced by another writer"):
+        late = StepRecord(step=1, started_at=0.0, messages=list(before.messages[-1:]))
+        store.commit_step("r", late)
+    with pytest.raises(StorageError, match="another writer advanced"):
+        store.journal_step("r", 1, "{}")
+
+    assert store.trace("r") == before
 
 
 async def test_the_trace_holds_every_prompt_response_call_and_draw(
-    project: Path, store: Store
+    project: Path, store_factory: StoreFactory
 ) -> None:
+    store = store_factory()
     result = await run(contract(project, 2), listing(), store=store)
 
     trace = store.trace(result.run_id)
@@ -191,29 +256,30 @@ async def test_the_trace_holds_every_prompt_response_call_and_draw(
     assert trace.run.outcome == RunOutcome.STEP_CAP_REACHED.value
 
 
-def test_an_unknown_run_in_the_trace_is_a_resume_error(store: Store) -> None:
+def test_an_unknown_run_in_the_trace_is_a_resume_error(store_factory: StoreFactory) -> None:
     with pytest.raises(ResumeError, match="no run 'missing'"):
-        store.trace("missing")
+        store_factory().trace("missing")
 
 
-async def test_normal_durability_stores_the_same_run(project: Path, tmp_path: Path) -> None:
-    with Store.open(tmp_path / "fast.db", durability="normal") as fast:
-        result = await run(contract(project, 2), listing(), store=fast)
-        assert fast.runs()[0].steps == result.steps == 2
+async def test_normal_durability_stores_the_same_run(
+    project: Path, store_factory: StoreFactory
+) -> None:
+    fast = store_factory(durability="normal")
+    result = await run(contract(project, 2), listing(), store=fast)
+    assert fast.runs()[0].steps == result.steps == 2
+    assert store_factory().trace(result.run_id).run.steps == 2
 
 
 async def test_a_run_stored_before_policies_resumes_under_the_permissive_policy(
-    tmp_path: Path,
+    tmp_path: Path, store_factory: StoreFactory
 ) -> None:
-    with Store.open(tmp_path / "runs.db") as store:
+    with store_factory() as store:
         provider = ScriptedProvider([reply(calls=[call("list_dir")]), KeyboardInterrupt()])
         with pytest.raises(KeyboardInterrupt):
             await run(contract(tmp_path), provider, store=store, run_id="old")
-    with contextlib.closing(sqlite3.connect(tmp_path / "runs.db")) as db:
-        db.execute("UPDATE runs SET policy = NULL")  # as a version 2 store left it
-        db.commit()
+    store_factory.sql("UPDATE runs SET policy = NULL")  # as a version 2 store left it
 
-    with Store.open(tmp_path / "runs.db") as store:
+    with store_factory() as store:
         assert store.load_run("old").policy_json is None
         write = reply(calls=[call("write_file", path="never.txt", content="x")])
         resumed = await resume("old", ScriptedProvider([write]), store=store)
@@ -264,12 +330,11 @@ def test_text_that_is_not_utf8_is_a_storage_error_naming_the_row(tmp_path: Path)
         assert store.trace("x", undecodable="replace").run.outcome == "success"
 
 
-def test_a_run_whose_writer_died_is_not_driven(tmp_path: Path) -> None:
-    path = tmp_path / "runs.db"
+def test_a_run_whose_writer_died_is_not_driven(store_factory: StoreFactory) -> None:
     holder = (
         "import os, signal, sys\n"
         "from io_harness import Store\n"
-        f"store = Store.open({str(path)!r})\n"
+        f"store = Store.open({str(store_factory.location)!r}, lease_seconds=1)\n"
         "with store.lease('r'):\n"
         "    print('held', flush=True)\n"
         "    sys.stdin.readline()\n"
@@ -279,10 +344,15 @@ def test_a_run_whose_writer_died_is_not_driven(tmp_path: Path) -> None:
         [sys.executable, "-c", holder], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     assert proc.stdout is not None and proc.stdout.readline() == "held\n"
-    with Store.open(path) as store:
+    with store_factory() as store:
         assert store.driven("r")
+        with pytest.raises(ResumeError, match="being driven by another writer"), store.lease("r"):
+            pass
         proc.communicate("go\n", timeout=60)
+        if store_factory.leases_expire:  # the dead writer's lease lasts until it expires
+            assert eventually(lambda: not store.driven("r"))
         assert not store.driven("r")
         with store.lease("r"):
             assert store.driven("r")
+        assert not store.driven("r")
         assert not store.driven("never-seen")

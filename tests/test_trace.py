@@ -1,14 +1,16 @@
-"""The trace as typed records: columns by name, JSON columns decoded, old rows and bad rows."""
+"""The trace as typed records: columns by name, JSON columns decoded, old rows and bad rows.
+
+Every test runs on each store backend (SQLite, PostgreSQL): see tests/_stores.py.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import sqlite3
 import time
 from pathlib import Path
 
 import pytest
 
+from _stores import StoreFactory
 from io_harness import (
     NO_SANDBOX,
     ApprovalRequest,
@@ -33,10 +35,10 @@ def fixing(project: Path) -> TaskContract:
     return TaskContract.workspace("fix add", project, WorkspaceFileContains("pkg/calc.py", "a + b"))
 
 
-def sql(store: Store, statement: str, *params: object) -> None:
-    with contextlib.closing(sqlite3.connect(store.location)) as db:  # type: ignore[attr-defined]
-        db.execute(statement, params)
-        db.commit()
+@pytest.fixture
+def store(store_factory: StoreFactory) -> Store:
+    """A store of the backend under test."""
+    return store_factory()
 
 
 async def test_each_row_is_a_record_named_by_its_columns_with_json_decoded(
@@ -93,17 +95,17 @@ async def test_an_approval_holds_its_request_and_the_decision_stored_on_it(
 
 
 async def test_the_runs_memory_changes_are_in_its_trace_in_order(
-    project: Path, store: Store
+    project: Path, store: Store, store_factory: StoreFactory
 ) -> None:
     result = await run(fixing(project), ScriptedProvider([reply(calls=[FIX])]), store=store)
     insert = (
         "INSERT INTO memory_log (workspace, key, op, value, run_id, step, call_id, at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
     )
-    sql(store, insert, "/w", "style", "set", "tabs", result.run_id, 1, "call_1_1", 5.0)
-    sql(store, insert, "/w", "other", "set", "x", "another-run", 1, "call_1_1", 6.0)
-    sql(store, insert, "/w", "style", "forget", "tabs", None, None, None, 7.0)
-    sql(store, insert, "/w", "old", "evict", "y", result.run_id, 2, "call_3_1", 8.0)
+    store_factory.sql(insert, "/w", "style", "set", "tabs", result.run_id, 1, "call_1_1", 5.0)
+    store_factory.sql(insert, "/w", "other", "set", "x", "another-run", 1, "call_1_1", 6.0)
+    store_factory.sql(insert, "/w", "style", "forget", "tabs", None, None, None, 7.0)
+    store_factory.sql(insert, "/w", "old", "evict", "y", result.run_id, 2, "call_3_1", 8.0)
 
     memory = store.trace(result.run_id).memory
 
@@ -114,11 +116,13 @@ async def test_the_runs_memory_changes_are_in_its_trace_in_order(
     assert memory[0].seq < memory[1].seq and memory[0].workspace == "/w"
 
 
-async def test_columns_an_older_store_left_empty_load_as_none(project: Path, store: Store) -> None:
+async def test_columns_an_older_store_left_empty_load_as_none(
+    project: Path, store: Store, store_factory: StoreFactory
+) -> None:
     result = await run(fixing(project), ScriptedProvider([reply(calls=[FIX])]), store=store)
-    sql(store, "UPDATE tool_calls SET duration = NULL, error = NULL")
-    sql(store, "UPDATE provider_calls SET served_model = NULL, time_to_first_token = NULL")
-    sql(store, "UPDATE runs SET sandbox = NULL")
+    store_factory.sql("UPDATE tool_calls SET duration = NULL, error = NULL")
+    store_factory.sql("UPDATE provider_calls SET served_model = NULL, time_to_first_token = NULL")
+    store_factory.sql("UPDATE runs SET sandbox = NULL")
 
     trace = store.trace(result.run_id)
 
@@ -128,18 +132,20 @@ async def test_columns_an_older_store_left_empty_load_as_none(project: Path, sto
 
 
 async def test_a_row_that_does_not_load_is_a_storage_error_naming_its_table(
-    project: Path, store: Store
+    project: Path, store: Store, store_factory: StoreFactory
 ) -> None:
     result = await run(fixing(project), ScriptedProvider([reply(calls=[FIX])]), store=store)
-    sql(store, "UPDATE events SET data = 'not json' WHERE seq = 1")
+    store_factory.sql("UPDATE events SET data = 'not json' WHERE seq = 1")
 
     with pytest.raises(StorageError, match=f"run '{result.run_id}' holds a row of events"):
         store.trace(result.run_id)
 
 
-async def test_an_unreadable_sandbox_record_is_shown_not_lost(project: Path, store: Store) -> None:
+async def test_an_unreadable_sandbox_record_is_shown_not_lost(
+    project: Path, store: Store, store_factory: StoreFactory
+) -> None:
     result = await run(fixing(project), ScriptedProvider([reply(calls=[FIX])]), store=store)
-    sql(store, "UPDATE runs SET sandbox = '{broken'")
+    store_factory.sql("UPDATE runs SET sandbox = '{broken'")
 
     sandbox = store.trace(result.run_id).sandbox
 

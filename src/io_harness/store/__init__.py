@@ -1,6 +1,9 @@
 """Stores: where runs live, durable step by step, and the trace operators query.
 
-``Store.open(path)`` is a SQLite file; ``Store.memory()`` lives in memory.
+``Store.open(path)`` is a SQLite file, ``Store.open("postgresql://...")`` a
+PostgreSQL database (many workers, leases enforced in the database);
+``Store.memory()`` lives in memory. Both backends run the same SQL
+(``_sql_store`` and the ``_*_sql`` helpers).
 """
 
 from io_harness.store._base import Store

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
 from io_harness.errors import ConfigError, StorageError
 from io_harness.store._records import ApprovalRow, PermissionRow, StepRecord
+from io_harness.store._sql import SqlConnection
 
 __all__ = [
     "APPROVAL_COLUMNS",
@@ -44,7 +44,7 @@ def approval_from_row(row: Sequence[object]) -> ApprovalRow:
 
 
 def check_writer_may_commit(
-    db: sqlite3.Connection, run_id: str, record: StepRecord, steps: int, status: str
+    db: SqlConnection, run_id: str, record: StepRecord, steps: int, status: str
 ) -> None:
     """Refuse a record that does not continue the run as stored."""
     open_id = None
@@ -64,7 +64,7 @@ def check_writer_may_commit(
 
 
 def insert_permissions(
-    db: sqlite3.Connection, run_id: str, step: int, rows: Sequence[PermissionRow]
+    db: SqlConnection, run_id: str, step: int, rows: Sequence[PermissionRow]
 ) -> None:
     """Append the gate's rows for one record, numbered on from the run's last."""
     if not rows:
@@ -84,7 +84,7 @@ def insert_permissions(
     )  # fmt: skip
 
 
-def write_approvals(db: sqlite3.Connection, run_id: str, record: StepRecord) -> None:
+def write_approvals(db: SqlConnection, run_id: str, record: StepRecord) -> None:
     """Mark a performed approval done and store a new deferral, moving the run's status."""
     done = record.resolves
     if done is not None:
@@ -107,7 +107,7 @@ def write_approvals(db: sqlite3.Connection, run_id: str, record: StepRecord) -> 
         db.execute("UPDATE runs SET status = 'awaiting' WHERE id = ?", (run_id,))
 
 
-def decide(db: sqlite3.Connection, request_id: str, decision_json: str, at: float) -> None:
+def decide(db: SqlConnection, request_id: str, decision_json: str, at: float) -> None:
     """Store a decision on an open request; a request decided or done already is refused."""
     row = db.execute("SELECT status, decision FROM approvals WHERE id = ?", (request_id,))
     found = row.fetchone()
@@ -128,9 +128,7 @@ def decide(db: sqlite3.Connection, request_id: str, decision_json: str, at: floa
     )
 
 
-def mark_performing(
-    db: sqlite3.Connection, loaded: ApprovalRow, decision_json: str, at: float
-) -> None:
+def mark_performing(db: SqlConnection, loaded: ApprovalRow, decision_json: str, at: float) -> None:
     """Record that an approved act is about to be performed, with the decision that approved it.
 
     A process that dies before the step's commit leaves this mark; the next
@@ -140,8 +138,9 @@ def mark_performing(
     """
     changed = db.execute(
         "UPDATE approvals SET status = 'performing', decision = ?,"
-        " decided_at = coalesce(decided_at, ?) WHERE id = ? AND status = ? AND decision IS ?",
-        (decision_json, at, loaded.id, loaded.status, loaded.decision_json),
+        " decided_at = coalesce(decided_at, ?)"
+        " WHERE id = ? AND status = ? AND coalesce(decision, '') = ?",
+        (decision_json, at, loaded.id, loaded.status, loaded.decision_json or ""),
     ).rowcount
     if changed != 1:
         raise StorageError(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from io_harness.errors import StorageError
 from io_harness.policy._approval import Decision
@@ -27,31 +27,57 @@ from io_harness.store._records import (
 )
 from io_harness.store._trace import MemoryTrace, Trace
 
-if TYPE_CHECKING:
-    from io_harness.store._sqlite import SqliteStore
+__all__ = ["POSTGRES_SCHEMES", "Store", "Trace"]
 
-__all__ = ["Store", "Trace"]
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+"""How a location names a PostgreSQL database rather than a SQLite file."""
 
 
 class Store(abc.ABC):
     """Where runs live: the durable state ``resume`` starts from, and the trace.
 
-    Open one with :meth:`open` (a SQLite file) or :meth:`memory`. Every step
-    of a run is committed in one transaction: after a crash a run holds whole
-    steps only.
+    Open one with :meth:`open` (a SQLite file, or a PostgreSQL database for
+    many workers) or :meth:`memory`. Every step of a run is committed in one
+    transaction: after a crash a run holds whole steps only.
     """
 
     @staticmethod
-    def open(path: str | Path, *, durability: Literal["full", "normal"] = "full") -> SqliteStore:
-        """A store in the SQLite file at ``path``, created if missing.
+    def open(
+        location: str | Path,
+        *,
+        durability: Literal["full", "normal"] = "full",
+        lease_seconds: float = 30.0,
+        heartbeat_seconds: float | None = None,
+    ) -> Store:
+        """The store at ``location``: a PostgreSQL database or a SQLite file.
 
-        ``durability="full"`` (the default) syncs every commit to disk, so a
-        committed step survives power loss; ``"normal"`` is faster and survives
-        a crash of the process but may lose the last steps on power loss.
+        A ``postgresql://`` (or ``postgres://``) URL opens that database with a
+        pool of connections, creating the store's tables when it has none;
+        anything else is the path of a SQLite file, created if missing.
+
+        ``durability="full"`` (the default) makes every commit durable before it
+        returns (SQLite syncs it to disk; PostgreSQL waits for its WAL flush);
+        ``"normal"`` is faster and survives a crash of this process but may lose
+        the last steps when the machine (or the database server) loses power.
+
+        ``lease_seconds`` and ``heartbeat_seconds`` (PostgreSQL only) time a
+        run's lease: its holder renews it every ``heartbeat_seconds`` (a third of
+        ``lease_seconds`` when left out), and a holder that has not renewed it for
+        ``lease_seconds`` (dead, paused, cut off) has lost it. A SQLite lease is
+        an ``flock`` the kernel drops when its holder dies, so it needs neither.
         """
+        if isinstance(location, str) and location.startswith(POSTGRES_SCHEMES):
+            from io_harness.store._postgres import PostgresStore
+
+            return PostgresStore(
+                location,
+                durability=durability,
+                lease_seconds=lease_seconds,
+                heartbeat_seconds=heartbeat_seconds,
+            )
         from io_harness.store._sqlite import SqliteStore
 
-        path = Path(path)
+        path = Path(location)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -59,7 +85,7 @@ class Store(abc.ABC):
         return SqliteStore(str(path), durability=durability)
 
     @staticmethod
-    def memory() -> SqliteStore:
+    def memory() -> Store:
         """A store that lives as long as this object: for tests and throwaway runs."""
         from io_harness.store._sqlite import SqliteStore
 
@@ -71,17 +97,31 @@ class Store(abc.ABC):
 
         Only one writer drives a run at a time; another that asks while the
         lease is held gets a :class:`ResumeError` before it does anything. A
-        writer that dies releases its lease.
+        writer that dies releases its lease (PostgreSQL: when it expires).
+        Every write of the run's state checks, in its own transaction, that
+        the lease it is made under is still held: a writer that lost it (its
+        lease expired while it was paused or cut off, and another took the
+        run) writes nothing more and gets a :class:`StorageError`.
         """
 
     @abc.abstractmethod
     def driven(self, run_id: str) -> bool:
-        """Whether a writer holds the run's lease now: a ``running`` run nobody drives was
-        interrupted (its process died), and ``resume`` continues it."""
+        """Whether a writer holds the run's lease now (any process, any machine): a
+        ``running`` run nobody drives was interrupted (its writer died), and ``resume``
+        continues it."""
 
     @abc.abstractmethod
     def create_run(self, run: NewRun) -> None:
         """Store a new run and its first messages; an id already stored is a ConfigError."""
+
+    @abc.abstractmethod
+    def restart_clock(self, run_id: str, label: str, at: float | None = None) -> bool:
+        """Stamp the run's start ``at`` (now when left out) and drop its label ``label``, if it
+        has that label; whether it had. Under the run's lease.
+
+        A queued run carries such a label until it is first driven, so that its
+        wall-time budget counts from then, not from its time in the queue.
+        """
 
     @abc.abstractmethod
     def load_run(self, run_id: str) -> StoredRun:
@@ -133,8 +173,21 @@ class Store(abc.ABC):
         """Deferred actions not yet performed (of one run, or of all), oldest first."""
 
     @abc.abstractmethod
-    def runs(self, limit: int | None = None) -> list[RunSummary]:
-        """Runs, newest first."""
+    def runs(
+        self,
+        limit: int | None = None,
+        *,
+        labels: Mapping[str, str] | None = None,
+        status: str | None = None,
+    ) -> list[RunSummary]:
+        """Runs, newest first: at most ``limit`` of them, filtered in the database.
+
+        ``labels`` keeps the runs that carry every one of these labels with
+        these values. ``status`` keeps the runs whose stored status
+        (``running``, ``awaiting``, ``finished``) or outcome (``success``,
+        ``step_cap_reached``, ...) is this word. ``interrupted`` is not
+        stored: it is a ``running`` run that :meth:`driven` says nobody drives.
+        """
 
     @abc.abstractmethod
     def trace(self, run_id: str, *, undecodable: Literal["raise", "replace"] = "raise") -> Trace:

@@ -6,7 +6,6 @@ The caller holds the transaction, so a change and its ``memory_log`` rows
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import PurePath
 
 from io_harness.errors import ConfigError
@@ -17,6 +16,7 @@ from io_harness.store._memory import (
     MemoryOp,
     memory_key_problem,
 )
+from io_harness.store._sql import SqlConnection
 
 __all__ = [
     "forget_key",
@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 
-def memory_entries(db: sqlite3.Connection, workspace: str) -> list[MemoryEntry]:
+def memory_entries(db: SqlConnection, workspace: str) -> list[MemoryEntry]:
     """The entries of ``workspace``, oldest write first."""
     rows = db.execute(
         "SELECT key, value, updated_at FROM memory WHERE workspace = ? ORDER BY written",
@@ -35,7 +35,7 @@ def memory_entries(db: sqlite3.Connection, workspace: str) -> list[MemoryEntry]:
 
 
 def remember_key(
-    db: sqlite3.Connection,
+    db: SqlConnection,
     workspace: str,
     key: str,
     value: str,
@@ -69,7 +69,7 @@ def remember_key(
 
 
 def _evict(
-    db: sqlite3.Connection,
+    db: SqlConnection,
     workspace: str,
     limits: MemoryLimits,
     by: MemoryAuthor | None,
@@ -92,7 +92,7 @@ def _evict(
 
 
 def forget_key(
-    db: sqlite3.Connection,
+    db: SqlConnection,
     workspace: str,
     key: str,
     *,
@@ -115,7 +115,7 @@ def forget_key(
 
 
 def _log(
-    db: sqlite3.Connection,
+    db: SqlConnection,
     workspace: str,
     key: str,
     op: MemoryOp,

@@ -6,7 +6,6 @@ The caller holds the transaction; everything here is one step's writes.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 
 from io_harness.errors import StorageError
@@ -24,6 +23,7 @@ from io_harness.store._records import (
     StepRecord,
     TreeEventRow,
 )
+from io_harness.store._sql import SqlConnection
 
 __all__ = [
     "USAGE_COLUMNS",
@@ -50,7 +50,7 @@ def usage_values(usage: Usage) -> tuple[int, ...]:
     return tuple(getattr(usage, column) for column in USAGE_COLUMNS)
 
 
-def write_step(db: sqlite3.Connection, run_id: str, record: StepRecord) -> None:
+def write_step(db: SqlConnection, run_id: str, record: StepRecord) -> None:
     """Write one step's records, and the run's end if it has one; see ``Store.commit_step``."""
     row = db.execute("SELECT steps, status FROM runs WHERE id = ?", (run_id,)).fetchone()
     if row is None:
@@ -130,7 +130,7 @@ def write_step(db: sqlite3.Connection, run_id: str, record: StepRecord) -> None:
         _finish(db, run_id, record.finish)
 
 
-def _insert_step(db: sqlite3.Connection, run_id: str, record: StepRecord) -> None:
+def _insert_step(db: SqlConnection, run_id: str, record: StepRecord) -> None:
     usage = usage_values(record.usage)
     db.execute(
         "INSERT INTO steps (run_id, step, started_at, finished_at, input_tokens,"
@@ -176,9 +176,7 @@ def _insert_step(db: sqlite3.Connection, run_id: str, record: StepRecord) -> Non
     )
 
 
-def insert_messages(
-    db: sqlite3.Connection, run_id: str, step: int, messages: Sequence[Message]
-) -> None:
+def insert_messages(db: SqlConnection, run_id: str, step: int, messages: Sequence[Message]) -> None:
     """Append messages to the run's conversation, numbered on from its last."""
     if not messages:
         return
@@ -194,7 +192,7 @@ def insert_messages(
     )
 
 
-def insert_events(db: sqlite3.Connection, run_id: str, events: Sequence[EventRow]) -> None:
+def insert_events(db: SqlConnection, run_id: str, events: Sequence[EventRow]) -> None:
     """Append events to the run's, numbered on from its last."""
     if not events:
         return
@@ -211,7 +209,7 @@ def insert_events(db: sqlite3.Connection, run_id: str, events: Sequence[EventRow
 
 
 def insert_sandbox_events(
-    db: sqlite3.Connection, run_id: str, step: int, rows: Sequence[SandboxEventRow]
+    db: SqlConnection, run_id: str, step: int, rows: Sequence[SandboxEventRow]
 ) -> None:
     """Append what the sandbox did in one record, numbered on from the run's last."""
     if not rows:
@@ -230,7 +228,7 @@ def insert_sandbox_events(
 
 
 def insert_mcp_events(
-    db: sqlite3.Connection, run_id: str, step: int, rows: Sequence[McpEventRow]
+    db: SqlConnection, run_id: str, step: int, rows: Sequence[McpEventRow]
 ) -> None:
     """Append what the run's MCP servers did, numbered on from the run's last."""
     if not rows:
@@ -248,7 +246,7 @@ def insert_mcp_events(
     )
 
 
-def _insert_compactions(db: sqlite3.Connection, run_id: str, record: StepRecord) -> None:
+def _insert_compactions(db: SqlConnection, run_id: str, record: StepRecord) -> None:
     if record.compactions:
         (last,) = db.execute(
             "SELECT coalesce(max(seq), 0) FROM compactions WHERE run_id = ?", (run_id,)
@@ -273,7 +271,7 @@ def _insert_compactions(db: sqlite3.Connection, run_id: str, record: StepRecord)
 
 
 def insert_tree_events(
-    db: sqlite3.Connection, run_id: str, step: int, rows: Sequence[TreeEventRow]
+    db: SqlConnection, run_id: str, step: int, rows: Sequence[TreeEventRow]
 ) -> None:
     """Append what an agent did to its tree's events, numbered on from the tree's last."""
     if not rows:
@@ -295,7 +293,7 @@ def insert_tree_events(
     )
 
 
-def _finish(db: sqlite3.Connection, run_id: str, finish: Finish) -> None:
+def _finish(db: SqlConnection, run_id: str, finish: Finish) -> None:
     db.execute(
         "UPDATE runs SET status = 'finished', outcome = ?, finished_at = ?, error = ? WHERE id = ?",
         (finish.outcome, finish.finished_at, finish.error_json, run_id),

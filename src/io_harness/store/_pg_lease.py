@@ -1,0 +1,217 @@
+"""PostgreSQL leases: who drives a run, until when, and the generation that fences it.
+
+A run's lease is a row of ``leases``: its holder, a generation and an expiry
+on the database's clock. A holder renews its leases from a heartbeat thread;
+one that stops renewing (it died, was paused, or lost the database) has lost
+the lease once the expiry passes, and the next writer to take the run bumps
+the generation. Every write of a run's state runs :meth:`PostgresLeases.fence`
+in its own transaction: the write commits only while the lease it is made
+under is the run's current one (same holder, same generation, not expired),
+and the check locks the lease row until that transaction ends, so a takeover
+waits for it or makes it fail. A writer that lost its lease therefore never
+commits again, whatever it was doing when it lost it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from io_harness.errors import ResumeError, StorageError
+from io_harness.store._sql import SqlConnection
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+    from psycopg_pool import ConnectionPool
+
+__all__ = ["LEASES_TABLE", "PostgresLeases"]
+
+LEASES_TABLE = """
+-- Who drives each run. A holder renews its expiry (the database's clock) while it lives;
+-- a writer that takes an expired lease bumps the generation, which fences the one before.
+CREATE TABLE leases (
+    run_id     TEXT PRIMARY KEY,
+    holder     TEXT,                             -- host:pid:token of the writer; NULL: released
+    generation BIGINT NOT NULL,                  -- 1 for the run's first holder, +1 each taker
+    taken_at   TIMESTAMPTZ NOT NULL,
+    expires_at TIMESTAMPTZ NOT NULL
+);
+"""
+
+
+def _held_elsewhere(run_id: str) -> ResumeError:
+    return ResumeError(
+        f"run {run_id!r} is being driven by another writer; wait for it to stop, "
+        "or stop it, before resuming"
+    )
+
+
+class PostgresLeases:
+    """The leases one store object holds, and the heartbeat that renews them."""
+
+    def __init__(
+        self, pool: ConnectionPool[Connection[Any]], *, seconds: float, heartbeat: float
+    ) -> None:
+        self._pool = pool
+        self.seconds = seconds
+        self.heartbeat = heartbeat
+        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._held: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._beating: threading.Thread | None = None
+
+    @contextlib.contextmanager
+    def hold(self, run_id: str) -> Iterator[None]:
+        """Take the run's lease for the block; refuse if a live holder has it."""
+        with self._lock:
+            if run_id in self._held:
+                raise _held_elsewhere(run_id)
+            self._held[run_id] = 0  # taken below; a write before that is fenced out
+        try:
+            generation = self._take(run_id)
+        except BaseException:
+            with self._lock:
+                del self._held[run_id]
+            raise
+        with self._lock:
+            self._held[run_id] = generation
+        self._start_heartbeat()
+        try:
+            yield
+        finally:
+            with self._lock:
+                del self._held[run_id]
+            self._release(run_id, generation)
+
+    def _take(self, run_id: str) -> int:
+        with self._pool.connection() as conn:
+            row = conn.execute(
+                "INSERT INTO leases AS l (run_id, holder, generation, taken_at, expires_at)"
+                " VALUES (%s, %s, 1, clock_timestamp(),"
+                " clock_timestamp() + make_interval(secs => %s))"
+                " ON CONFLICT (run_id) DO UPDATE SET holder = excluded.holder,"
+                " generation = l.generation + 1, taken_at = excluded.taken_at,"
+                " expires_at = excluded.expires_at WHERE l.expires_at <= clock_timestamp()"
+                " RETURNING generation",
+                (run_id, self.holder, self.seconds),
+            ).fetchone()
+        if row is None:
+            raise _held_elsewhere(run_id)
+        return int(row[0])
+
+    def _release(self, run_id: str, generation: int) -> None:
+        # A release that cannot reach the database leaves the lease to expire.
+        with contextlib.suppress(Exception), self._pool.connection(self.heartbeat) as conn:
+            conn.execute(
+                "UPDATE leases SET holder = NULL, expires_at = clock_timestamp()"
+                " WHERE run_id = %s AND holder = %s AND generation = %s",
+                (run_id, self.holder, generation),
+            )
+
+    def held(self, run_id: str) -> bool:
+        """Whether any writer holds the run's lease now (it has not expired)."""
+        with self._pool.connection() as conn:
+            row = conn.execute(
+                "SELECT 1 FROM leases WHERE run_id = %s AND expires_at > clock_timestamp()",
+                (run_id,),
+            ).fetchone()
+        return row is not None
+
+    def fence(
+        self, db: SqlConnection, run_id: str, *, root_id: str | None, unleased_ok: bool
+    ) -> None:
+        """Refuse, in the transaction ``db``, a write of ``run_id`` that may not be made.
+
+        Under a lease this object holds: the lease must be the run's current one
+        and unexpired (it is renewed and locked till the transaction ends).
+        Without one: no other writer may hold a live lease on the run, unless
+        ``unleased_ok`` (an operator's decision on a deferred act). Either way the
+        run's row, and its tree's root row, are locked, so writes of one run, and
+        the numbering of one tree's events, go one transaction at a time.
+        """
+        with self._lock:
+            generation = self._held.get(run_id)
+        if generation is not None:
+            # The lease row stays locked till the transaction ends: a taker waits for it.
+            row = db.execute(
+                "UPDATE leases SET expires_at = clock_timestamp() + make_interval(secs => ?)"
+                " WHERE run_id = ? AND holder = ? AND generation = ?"
+                " AND expires_at > clock_timestamp()"
+                " RETURNING (SELECT root_id FROM runs WHERE id = leases.run_id)",
+                (self.seconds, run_id, self.holder, generation),
+            ).fetchone()
+            if row is None:
+                raise StorageError(
+                    f"this writer lost its lease on run {run_id!r} (it expired, and another "
+                    "writer may have taken the run): nothing was written"
+                )
+            found = row[0]
+        else:
+            if not unleased_ok:
+                live = db.execute(
+                    "SELECT holder FROM leases WHERE run_id = ? AND expires_at > clock_timestamp()",
+                    (run_id,),
+                ).fetchone()
+                if live is not None:
+                    raise StorageError(
+                        f"run {run_id!r} is driven by another writer ({live[0]}); "
+                        "this writer holds no lease on it: nothing was written"
+                    )
+            # No lease row to queue on: writers without one queue on the run's row.
+            row = db.execute(
+                "SELECT root_id FROM runs WHERE id = ? FOR UPDATE", (run_id,)
+            ).fetchone()
+            found = row[0] if row is not None else None
+        root = root_id if root_id is not None else found
+        if root is not None:
+            # One tree's events are numbered one transaction at a time.
+            db.execute("SELECT 1 FROM runs WHERE id = ? FOR UPDATE", (root,))
+
+    # -- heartbeat ---------------------------------------------------------------
+
+    def _start_heartbeat(self) -> None:
+        with self._lock:
+            if self._beating is not None or self._stop.is_set():
+                return
+            self._beating = threading.Thread(
+                target=self._beat, name="io-harness lease heartbeat", daemon=True
+            )
+            self._beating.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.heartbeat):
+            with self._lock:
+                held = [(run, gen) for run, gen in self._held.items() if gen]
+            if held:
+                # A renewal that fails (the database is away) is tried again next beat; a
+                # lease that expires meanwhile is lost, and its writes are fenced out.
+                with contextlib.suppress(Exception):
+                    self._renew(held)
+
+    def _renew(self, held: list[tuple[str, int]]) -> None:
+        with self._pool.connection(self.heartbeat) as conn:
+            for run_id, generation in held:
+                conn.execute(
+                    "UPDATE leases SET expires_at = clock_timestamp() + make_interval(secs => %s)"
+                    " WHERE run_id = %s AND holder = %s AND generation = %s"
+                    " AND expires_at > clock_timestamp()",
+                    (self.seconds, run_id, self.holder, generation),
+                )
+
+    def close(self) -> None:
+        """Stop renewing, and give back the leases still held (each expires otherwise)."""
+        self._stop.set()
+        with self._lock:
+            beating, self._beating = self._beating, None
+            held = list(self._held.items())
+        if beating is not None:
+            beating.join()
+        for run_id, generation in held:
+            if generation:
+                self._release(run_id, generation)
