@@ -9,11 +9,12 @@ caller's tools, skills and memory. The module-level :func:`run` and
 
 from __future__ import annotations
 
+import copy
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TypedDict, Unpack
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from io_harness._agents import AgentKit
 from io_harness._compaction import Compaction
@@ -34,6 +35,7 @@ from io_harness._preflight import (
     new_run_id,
     sync,
 )
+from io_harness._queue._database import WAITING_LABEL
 from io_harness._roles import Role, Roles
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, StorageError
@@ -60,9 +62,12 @@ from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
 from io_harness.sandbox import SandboxConfig
 from io_harness.store import Store
-from io_harness.store._records import StoredRun, TreePlace
+from io_harness.store._records import RunSummary, StoredRun, TreePlace
 from io_harness.tools._caller import Tool, Toolbox
 from io_harness.tools._skills import Skill, discover_skills
+
+if TYPE_CHECKING:
+    from io_harness._queue import Drive, WorkReport
 
 __all__ = ["Harness", "HarnessOptions", "resume", "resume_sync", "run", "run_sync"]
 
@@ -232,6 +237,20 @@ class Harness:
         :class:`SandboxError` — all before any provider call. Everything after
         is in the returned :class:`RunResult`.
         """
+        result = await self._start(contract, run_id, labels, drive=True)
+        assert result is not None
+        return result
+
+    async def _start(
+        self,
+        contract: TaskContract,
+        run_id: str | None,
+        labels: Mapping[str, str] | None,
+        *,
+        drive: bool,
+    ) -> RunResult | None:
+        """:meth:`run`'s checks and the run's creation, then its drive when ``drive`` is true
+        (:meth:`enqueue` stores the run for a worker to drive instead)."""
         if not isinstance(contract, TaskContract):
             raise ConfigError(f"contract must be a TaskContract, not {type(contract).__name__}")
         if run_id is not None and (not isinstance(run_id, str) or not run_id):
@@ -280,6 +299,8 @@ class Harness:
                         run_id, contract, gate, tools, started_at, labels=labels, tree=place
                     )
                 )
+                if not drive:
+                    return None
                 engine = kit.engine(
                     contract, tools, store.load_run(run_id), gate, node, owns_sessions=True
                 )
@@ -414,6 +435,8 @@ class Harness:
             decision = decide_in_tree(store, run_id, decision)
         with store.lease(run_id):
             stored = store.load_run(run_id)
+            if WAITING_LABEL in stored.labels and store.restart_clock(run_id, WAITING_LABEL):
+                stored = store.load_run(run_id)  # a queued run's first drive: its clock starts
             if stored.status == "finished":
                 if decision is not None:
                     raise ConfigError(f"run {run_id!r} has finished; it takes no decision")
@@ -470,6 +493,116 @@ class Harness:
     ) -> RunResult:
         """:meth:`resume` for callers without an event loop."""
         return sync(self.resume(run_id, decision=decision, replace_policy=replace_policy))
+
+    # -- the queue (a PostgreSQL store) ------------------------------------------------
+
+    async def enqueue(
+        self,
+        contract: TaskContract,
+        *,
+        run_id: str | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> str:
+        """Store a run of ``contract`` and queue it for workers (:meth:`work`); its id.
+
+        The run is checked and created as :meth:`run` creates it (every error
+        :meth:`run` raises before its first provider call is raised here),
+        with this harness's policy, prices and setup, but not driven: a
+        worker on any machine drives it from the store. The store must be
+        PostgreSQL (``Store.open("postgresql://...")``), or this is a
+        :class:`ConfigError`; a database that cannot be reached is a
+        :class:`StorageError`. The run is labelled ``ioh.queue``, so a
+        decision it awaits later queues it again (:meth:`requeue`, ``ioh
+        approve``). Its wall-time budget counts from its first drive, not from
+        now: its time in the queue is not its own.
+        """
+        from io_harness._queue import ENTRYPOINT, QUEUE_LABEL, WAITING_LABEL, put, queue_url
+
+        url = queue_url(self.store)
+        if run_id is None:
+            run_id = new_run_id()
+        queued = checked_labels(labels) | {QUEUE_LABEL: ENTRYPOINT, WAITING_LABEL: "1"}
+        await self._start(contract, run_id, queued, drive=False)
+        try:
+            await put(url, [run_id])
+        except StorageError as exc:
+            raise StorageError(
+                f"run {run_id!r} is stored but could not be queued ({exc}); "
+                "queue it with requeue() once the database answers"
+            ) from None
+        return run_id
+
+    async def requeue(self, run_id: str, *, decision: Decision | None = None) -> None:
+        """Queue a stored run again for the workers, its tree's root when it is a sub-agent.
+
+        ``decision`` decides the act the run (or an agent of its tree) awaits,
+        stored first; without one, a decision stored earlier (``ioh approve
+        --no-resume``, :meth:`Store.decide`) is performed, and a run that
+        awaits none is simply driven on from its last committed step. A
+        queued job is harmless if the run is driven or finished already.
+        """
+        from io_harness._queue import requeue_run
+
+        if not isinstance(run_id, str) or not run_id:
+            raise ConfigError(f"run_id must be a non-empty string, not {run_id!r}")
+        await requeue_run(self.store, run_id, decision)
+
+    async def work(
+        self,
+        *,
+        concurrency: int = 4,
+        drain: bool = False,
+        provider_for: Callable[[RunSummary], Provider] | None = None,
+        heartbeat_timeout: float = 30.0,
+        fleet_limit: int = 0,
+        on_drive: Callable[[Drive], None] | None = None,
+    ) -> WorkReport:
+        """Drive queued runs with this harness, ``concurrency`` at once, until cancelled.
+
+        Each job is a :meth:`resume` of its run by this harness (with
+        ``policy=None`` each run keeps the policy it was queued with), so
+        any number of processes on any number of machines can work one queue:
+        a run has one driver at a time, and a worker that dies has its runs
+        taken over by the others once it has missed ``heartbeat_timeout``
+        seconds of heartbeats. ``provider_for`` builds the provider of each
+        run (from its labels, say) instead of this harness's. With ``drain``
+        the call returns when no job is queued or driven anywhere.
+        ``fleet_limit`` (0: none) caps the runs all the queue's workers drive at
+        once (give every worker the same). ``on_drive`` hears what became of
+        each job (a :class:`Drive`). Cancelling the call
+        stops the runs in flight, keeping their committed steps, and hands
+        them back to the queue. The store must be PostgreSQL.
+        """
+        from io_harness._queue import Worker, summary_of
+
+        if provider_for is not None and not callable(provider_for):
+            raise ConfigError(f"provider_for must be callable, not {type(provider_for).__name__}")
+
+        async def drive(run_id: str) -> RunResult:
+            harness = self
+            if provider_for is not None:
+                run = summary_of(self.store, run_id)
+                harness = self._with_provider(provider_for(run))
+            return await harness.resume(run_id)
+
+        worker = Worker(
+            self.store,
+            drive,
+            concurrency=concurrency,
+            drain=drain,
+            heartbeat_timeout=heartbeat_timeout,
+            fleet_limit=fleet_limit,
+            on_drive=on_drive,
+        )
+        return await worker.run()
+
+    def _with_provider(self, provider: Provider) -> Harness:
+        """This harness with another provider (the rest shared), for one run of :meth:`work`."""
+        check_provider(provider)
+        twin = copy.copy(self)
+        twin.provider = provider
+        twin._first_box = None
+        return twin
 
 
 async def _ended(kit: AgentKit, result: RunResult) -> RunResult:
