@@ -26,7 +26,11 @@ HEAVY = (
     "httpx",
     "mcp",
     "psycopg",
+    "psycopg_pool",
+    "pgqueuer",
     "opentelemetry",
+    "jinja2",
+    "markupsafe",
     "rich",
     "yaml",
     "docstring_parser",
@@ -35,7 +39,7 @@ HEAVY = (
 )
 """``import io_harness`` loads its public names when first used, so none of these."""
 VENDOR = ("anthropic", "openai", "httpx2", "httpx", "mcp", "psycopg", "opentelemetry")
-HELP_UNLOADED = (*VENDOR, "rich", "pydantic", "asyncio")
+HELP_UNLOADED = (*VENDOR, "rich", "pydantic", "asyncio", "jinja2", "pgqueuer")
 """``ioh --help`` only parses arguments: what a command needs loads when it runs."""
 
 

@@ -12,9 +12,11 @@ load on first use, so ``import io_harness`` costs almost nothing.
     result = await harness.run(contract)
     assert result.outcome is RunOutcome.SUCCESS
 
-Two submodules are public too, each owning what its docstring names:
-``io_harness.testing`` (test doubles) and ``io_harness.sandbox`` (backends,
-``select``, ``probe``).
+Five submodules are public too, each owning what its docstring names:
+``io_harness.testing`` (test doubles), ``io_harness.sandbox`` (backends,
+``select``, ``probe``), ``io_harness.otel`` (OpenTelemetry spans and metrics,
+with the ``otel`` extra), ``io_harness.report`` (a run as an HTML page) and
+``io_harness.eval`` (suites of contracts over providers).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
         run_sync,
     )
     from io_harness._mcp import McpEvent, McpServer
+    from io_harness._queue import Drive, DriveKind, WorkReport
     from io_harness._roles import Roles
     from io_harness.contract import (
         Budget,
@@ -76,13 +79,16 @@ if TYPE_CHECKING:
     from io_harness.observe import (
         AwaitingApproval,
         Observer,
+        ProviderCalled,
         Retrying,
         RunEvent,
         RunFinished,
         RunStarted,
+        RunStopped,
         StepFinished,
         TokenStreamed,
         ToolCalled,
+        ToolStarted,
         Verified,
     )
     from io_harness.policy import (
@@ -167,6 +173,7 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "io_harness._mcp": ("McpEvent", "McpServer"),
+    "io_harness._queue": ("Drive", "DriveKind", "WorkReport"),
     "io_harness._roles": ("Roles",),
     "io_harness._harness": (
         "Harness",
@@ -218,13 +225,16 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "io_harness.observe": (
         "AwaitingApproval",
         "Observer",
+        "ProviderCalled",
         "Retrying",
         "RunEvent",
         "RunFinished",
         "RunStarted",
+        "RunStopped",
         "StepFinished",
         "TokenStreamed",
         "ToolCalled",
+        "ToolStarted",
         "Verified",
     ),
     "io_harness.policy": (
@@ -337,6 +347,8 @@ __all__ = [
     "Criterion",
     "Decision",
     "DenyAll",
+    "Drive",
+    "DriveKind",
     "Effect",
     "EventTrace",
     "Fallback",
@@ -366,6 +378,7 @@ __all__ = [
     "PriceTable",
     "Provider",
     "ProviderCallTrace",
+    "ProviderCalled",
     "ProviderError",
     "ProviderErrorKind",
     "PytestPasses",
@@ -383,6 +396,7 @@ __all__ = [
     "RunOutcome",
     "RunResult",
     "RunStarted",
+    "RunStopped",
     "RunSummary",
     "Sandbox",
     "SandboxChoice",
@@ -410,6 +424,7 @@ __all__ = [
     "ToolFailure",
     "ToolResult",
     "ToolSpec",
+    "ToolStarted",
     "Toolbox",
     "Trace",
     "TreeEventTrace",
@@ -419,6 +434,7 @@ __all__ = [
     "VerificationResult",
     "VerificationTrace",
     "Verified",
+    "WorkReport",
     "WorkspaceFileContains",
     "__version__",
     "resume",

@@ -264,6 +264,20 @@ def _add_fleet_commands(commands: Any) -> None:
         action="store_true",
         help="stop when the queue is empty instead of waiting for more runs",
     )
+    sub.add_argument(
+        "--fleet-limit",
+        type=int,
+        default=0,
+        metavar="N",
+        help="runs driven at once by all workers together (default: 0, no limit)",
+    )
+    sub.add_argument(
+        "--heartbeat-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long a worker may go silent before its runs are taken over (default: 30)",
+    )
     sub.set_defaults(handler="_queue:cmd_worker")
 
     sub = _with_store(

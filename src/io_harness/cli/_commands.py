@@ -19,6 +19,7 @@ from rich.console import Console
 from io_harness._contract_toml import mcp_servers, sandbox_config
 from io_harness._demo import CASSETTE, prepare, use_this_python
 from io_harness._harness import Harness
+from io_harness._queue._runs import is_queued
 from io_harness.cli import EXIT_AWAITING, EXIT_NOT_VERIFIED, store_missing
 from io_harness.cli._launch import (
     launch_labels,
@@ -31,6 +32,7 @@ from io_harness.cli._launch import (
     stored_provider,
     stored_roles,
 )
+from io_harness.cli._output import write_out
 from io_harness.cli._permissions import (
     PausedStatus,
     approver_for,
@@ -38,6 +40,7 @@ from io_harness.cli._permissions import (
     policy_for,
     render_pending,
 )
+from io_harness.cli._queue import requeue_decided
 from io_harness.cli._render import LiveReport, Money, render_result, render_runs, render_trace
 from io_harness.cli._sandbox import sandbox_choice
 from io_harness.cli._signals import run_to_end
@@ -262,9 +265,11 @@ def cmd_decide(args: argparse.Namespace, console: Console) -> int:
     """``ioh approve`` / ``ioh deny``: of any agent of a tree, decided and resumed from its root."""
     with _existing_store(args.store) as store:
         args.run_id = tree_root(store, args.run_id)
+        # A queued run is driven by the workers: the decision queues it again.
+        queued = not args.no_resume and is_queued(store, args.run_id)
         # What the resume needs is built first, so a bad spec or a missing key is
         # said before any decision is stored.
-        provider = None if args.no_resume else stored_provider(args, store)
+        provider = None if args.no_resume or queued else stored_provider(args, store)
         prices = prices_for(args)
         request, decision = decide_pending(
             store,
@@ -276,6 +281,8 @@ def cmd_decide(args: argparse.Namespace, console: Console) -> int:
         )
         verb = "approved" if decision.kind == "approve" else "denied"
         say(console, f"{verb}: {escape(request.describe())} (request {escape(request.id)})")
+        if queued:
+            return requeue_decided(console, store, args.run_id, _store_hint(args))
         if provider is None:
             how = "" if args.no_resume else " --provider SPEC"
             command = resume_command(args.run_id) + how + _store_hint(args)
@@ -291,13 +298,21 @@ def _existing_store(location: Path | str) -> Store:
 
 
 def cmd_runs(args: argparse.Namespace, console: Console) -> int:
-    """``ioh runs``: one line a run, newest first, its spend in its own currency."""
+    """``ioh runs [--label KEY=VALUE]... [--status STATUS]``: one line a run, newest first,
+    its spend in its own currency; ``--limit`` counts the runs that match."""
+    labels = _wanted_labels(args.label)
+    status = _wanted_status(args.status)
     if store_missing(args.store):
         say(console, f"no runs yet (no store at {escape(str(args.store))})")
         return 0
     with Store.open(args.store) as store:
-        runs = [_as_driven(store, run) for run in store.runs(limit=args.limit)]
+        runs = _matching(store, args.limit, labels, status)
         currencies = {run.id: _currency(store, run.id) for run in runs}
+    if not runs and (labels or status):
+        wanted = [f"--label {key}={value}" for key, value in labels.items()]
+        wanted += [f"--status {status}"] if status is not None else []
+        say(console, f"no runs match {escape(' '.join(wanted))}")
+        return 0
     say(console, render_runs(runs, currencies))
     stopped = [run.id for run in runs if run.status == INTERRUPTED]
     if stopped:
@@ -307,6 +322,63 @@ def cmd_runs(args: argparse.Namespace, console: Console) -> int:
             f"{' (and so on)' if len(stopped) > 1 else ''} continues one",
         )
     return 0
+
+
+def _wanted_labels(given: list[str]) -> dict[str, str]:
+    """``--label KEY=VALUE`` flags as the labels every run listed must carry."""
+    labels: dict[str, str] = {}
+    for pair in given:
+        key, is_pair, value = pair.partition("=")
+        if not is_pair or not key:
+            raise ConfigError(f"--label takes KEY=VALUE (a label and its value), not {pair!r}")
+        if labels.get(key, value) != value:
+            raise ConfigError(f"--label {key} is given twice with two values; no run has both")
+        labels[key] = value
+    return labels
+
+
+_AWAITING = RunOutcome.AWAITING_APPROVAL
+_SHOWN_STATUSES = ("running", "interrupted", "awaiting")
+"""Statuses ``ioh`` shows of a stored ``running`` run (by whether anyone drives it) too."""
+_STATUSES = (*_SHOWN_STATUSES, "finished")
+_NOT_VERIFIED = tuple(o.value for o in RunOutcome if o not in (RunOutcome.SUCCESS, _AWAITING))
+_STATUS_WORDS = {
+    **{word: (word,) for word in _STATUSES},
+    "success": ("success",),
+    "verified": ("success",),
+    "not_verified": _NOT_VERIFIED,
+    **{word: (word,) for word in _NOT_VERIFIED},
+    _AWAITING.value: ("awaiting",),
+}
+"""What each ``--status`` word matches: statuses, or outcomes of finished runs."""
+
+
+def _wanted_status(word: str | None) -> str | None:
+    if word is None or word in _STATUS_WORDS:
+        return word
+    raise ConfigError(
+        f"--status {word!r} is not a status or an outcome; give one of: {', '.join(_STATUS_WORDS)}"
+    )
+
+
+def _matching(
+    store: Store, limit: int, labels: dict[str, str], word: str | None
+) -> list[RunSummary]:
+    """The newest ``limit`` runs with ``labels`` and the status or outcome ``word`` means, as
+    ``ioh`` shows them; the store filters, and the limit counts the runs that match."""
+    if word is None:
+        return [_as_driven(store, run) for run in store.runs(limit, labels=labels)]
+    found: list[RunSummary] = []
+    for status in _STATUS_WORDS[word]:
+        if status in _SHOWN_STATUSES:
+            # A running run shows as interrupted or awaiting by whether anyone drives it,
+            # which no store column says: every running run with the labels is judged.
+            shown = (_as_driven(store, run) for run in store.runs(labels=labels, status="running"))
+            found.extend(run for run in shown if run.status == status)
+        if status not in ("running", INTERRUPTED):  # stored as such (awaiting too)
+            found.extend(store.runs(limit, labels=labels, status=status))
+    found.sort(key=lambda run: run.started_at, reverse=True)  # stable: the store's order in ties
+    return found[:limit]
 
 
 INTERRUPTED = "interrupted"
@@ -325,20 +397,28 @@ def _as_driven(store: Store, run: RunSummary) -> RunSummary:
 
 
 def cmd_show(args: argparse.Namespace, console: Console) -> int:
-    """``ioh show RUN_ID [--view model]``: one run's trace, or the messages its model is sent.
+    """``ioh show RUN_ID [--view model | --json]``: one run's trace, or the messages its model
+    is sent; ``--json``: the whole :class:`Trace` as JSON, its rows as stored.
 
-    At a terminal, lines wrap to its width; piped, each line is whole.
+    At a terminal, lines wrap to its width; piped, each line is whole. A store
+    whose text does not decode shows the rest, its bad bytes as U+FFFD, and
+    says so (on stderr under ``--json``, so stdout is JSON alone).
     """
-    damaged = None
+    damaged, currency = None, None
     with _existing_store(args.store) as store:
         try:
             trace = store.trace(args.run_id)
         except UndecodableError as exc:  # show what can be shown, and say what cannot
             trace, damaged = store.trace(args.run_id, undecodable="replace"), str(exc)
-        trace = trace.model_copy(update={"run": _as_driven(store, trace.run)})
-        currency = _currency(store, args.run_id)
+        if not args.json:  # the JSON is the rows as stored; ioh's view of the run is not
+            trace = trace.model_copy(update={"run": _as_driven(store, trace.run)})
+            currency = _currency(store, args.run_id)
     if damaged is not None:
-        say(console, f"warning: {escape(damaged)}; its bad bytes show as \ufffd")
+        where = PipeConsole(stderr=True, highlight=False) if args.json else console
+        say(where, f"warning: {escape(damaged)}; its bad bytes show as \ufffd")
+    if args.json:
+        write_out(console, trace.model_dump_json(indent=2) + "\n")
+        return 0
     say(console, render_trace(trace, args.view, currency))
     if trace.run.status == INTERRUPTED:
         command = resume_command(trace.run.id, _store_hint(args))

@@ -6,13 +6,15 @@ import inspect
 import time
 import warnings
 from collections.abc import Sequence
+from typing import Literal
 
 from io_harness.contract import TaskContract
-from io_harness.observe import Observer, Retrying, RunEvent, RunStarted
+from io_harness.messages import CompletionRequest, CompletionResponse
+from io_harness.observe import Observer, ProviderCalled, Retrying, RunEvent, RunStarted
 from io_harness.providers import Provider
-from io_harness.store._records import EventRow
+from io_harness.store._records import EventRow, ProviderAttempt, TreePlace
 
-__all__ = ["LIVE_EVENTS", "emit", "event_row", "run_started"]
+__all__ = ["LIVE_EVENTS", "emit", "event_row", "provider_calls", "run_started"]
 
 LIVE_EVENTS = (RunStarted, Retrying)
 """Events the observer gets as they happen; the rest follow their step's commit."""
@@ -25,8 +27,9 @@ def run_started(
     provider: Provider,
     resumed: bool,
     policy_replaced: bool = False,
+    place: TreePlace | None = None,
 ) -> RunStarted:
-    """The event that opens a run, or a resumption of it."""
+    """The event that opens a run, or a resumption of it (``place``: where it sits in a tree)."""
     return RunStarted(
         run_id=run_id,
         step=step,
@@ -35,7 +38,47 @@ def run_started(
         model=provider.model,
         resumed=resumed,
         policy_replaced=policy_replaced,
+        parent_id=place.parent_id if place is not None else None,
+        spawn_call=place.spawn_call if place is not None else None,
+        at=time.time(),
     )
+
+
+def provider_calls(
+    run_id: str,
+    step: int,
+    attempts: Sequence[ProviderAttempt],
+    request: CompletionRequest,
+    answer: object,
+    purpose: Literal["answer", "compaction"] = "answer",
+) -> list[ProviderCalled]:
+    """The events of one model call's attempts; the answer goes with the last, if it got one."""
+    called = []
+    for attempt in attempts:
+        answered = attempt is attempts[-1] and isinstance(answer, CompletionResponse)
+        called.append(
+            ProviderCalled(
+                run_id=run_id,
+                step=step,
+                attempt=attempt.attempt,
+                provider=attempt.provider,
+                model=attempt.model,
+                served_model=attempt.served_model,
+                started_at=attempt.started_at,
+                duration=attempt.latency,
+                usage=attempt.usage,
+                finish_reason=attempt.finish_reason,
+                error_kind=attempt.error_kind,
+                error_status=attempt.error_status,
+                error_message=attempt.error_message,
+                time_to_first_token=attempt.time_to_first_token,
+                cost_micros=attempt.cost_micros,
+                purpose=purpose,
+                request=request,
+                response=answer if answered else None,
+            )
+        )
+    return called
 
 
 async def emit(observer: Observer | None, events: Sequence[RunEvent]) -> None:
