@@ -436,7 +436,7 @@ async def test_each_call_is_an_exec_check_on_the_offered_name(box: RunTools) -> 
     assert isinstance(refused, ToolOutcome) and refused.is_error
     assert "refused by the policy" in refused.content
     assert isinstance(allowed, ToolOutcome) and not allowed.is_error
-    assert [(row.act, row.target, row.decision) for row in gate.rows] == [
+    assert [(row.act, row.target, row.decision) for row in gate.scope.rows] == [
         ("exec", "mcp__t__echo", "refused"),
         ("exec", "mcp__t__add", "allowed"),
     ]

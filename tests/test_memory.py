@@ -255,8 +255,9 @@ async def test_deny_write_memory_refuses_remember_and_forget_through_the_gate(
     gate = Gate(Policy.permissive().layer("x").deny_write("memory:*"), None, goal="g", run_id="r")
     tools = box(store, gate=gate)
 
-    remembered = await use(tools, "remember", gate=gate, key="notes/k", value="v")
-    forgotten = await use(tools, "forget", gate=gate, key="kept")
+    with gate.stepping(1) as step:
+        remembered = await use(tools, "remember", gate=gate, key="notes/k", value="v")
+        forgotten = await use(tools, "forget", gate=gate, key="kept")
 
     assert remembered.is_error
     assert (
@@ -266,7 +267,7 @@ async def test_deny_write_memory_refuses_remember_and_forget_through_the_gate(
     assert forgotten.is_error and "write memory:kept: deny" in forgotten.content
     assert keys(store) == ["kept"]
     assert store.memory_log("r") == ()
-    assert [(row.act, row.target, row.decision) for row in gate.take_rows()] == [
+    assert [(row.act, row.target, row.decision) for row in step.rows] == [
         ("write", "memory:notes/k", "refused"),
         ("write", "memory:kept", "refused"),
     ]
@@ -275,13 +276,14 @@ async def test_deny_write_memory_refuses_remember_and_forget_through_the_gate(
 async def test_an_allowed_remember_is_a_write_of_memory_key_and_logged_with_its_call(
     store: Store,
 ) -> None:
-    gate = Gate(Policy.permissive(), None, goal="g", run_id="r", step=3)
+    gate = Gate(Policy.permissive(), None, goal="g", run_id="r")
     tools = box(store, gate=gate)
 
-    reply = await use(tools, "remember", gate=gate, key="notes/k", value="v")
+    with gate.stepping(3) as step:
+        reply = await use(tools, "remember", gate=gate, key="notes/k", value="v")
 
     assert reply.content == "remembered notes/k"
-    assert [(row.act, row.target, row.decision) for row in gate.take_rows()] == [
+    assert [(row.act, row.target, row.decision) for row in step.rows] == [
         ("write", "memory:notes/k", "allowed")
     ]
     (row,) = store.memory_log("r")

@@ -472,23 +472,26 @@ async def test_an_asked_connection_goes_through_only_for_the_call_approved_befor
                 verdict=verdict,
             )
 
-        with gate.calling("call_1"):
-            cleared = await gate.authorize(access, asked, Decision.approve())
-        async with checked_async_client() as client:
-            with checking(net):
-                with gate.calling("call_1"):
-                    assert (await client.get(server.url)).status_code == 200
-                with (
-                    gate.calling("call_2"),
-                    pytest.raises(  # nobody approved its connection
-                        RefusedError, match="cannot wait for approval"
-                    ),
-                ):
-                    await client.get(server.url)
+        with gate.stepping(1) as step:
+            with gate.calling("call_1"):
+                cleared = await gate.authorize(access, asked, Decision.approve())
+            async with checked_async_client() as client:
+                with checking(net):
+                    with gate.calling("call_1") as call_1:
+                        assert (await client.get(server.url)).status_code == 200
+                    with (
+                        gate.calling("call_2") as call_2,
+                        pytest.raises(  # nobody approved its connection
+                            RefusedError, match="cannot wait for approval"
+                        ),
+                    ):
+                        await client.get(server.url)
 
     assert isinstance(cleared, Cleared)
     assert len(server.requests) == 1
-    assert [(r.call_id, r.decision) for r in gate.rows] == [
+    assert call_1.rows == []  # approved before the call ran: that decision is its row
+    assert [(r.call_id, r.decision) for r in call_2.rows] == [("call_2", "refused")]
+    assert [(r.call_id, r.decision) for r in step.rows] == [
         ("call_1", "approved"),
         ("call_2", "refused"),
     ]

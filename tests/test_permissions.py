@@ -1031,17 +1031,22 @@ async def test_two_calls_checked_at_once_record_their_acts_under_their_own_ids()
 
     gate = Gate(Policy.permissive())
 
-    async def acts_of(call_id: str) -> None:
-        with gate.calling(call_id):
+    async def acts_of(call_id: str) -> list[str]:
+        with gate.calling(call_id) as call:
             for number in range(5):
                 await asyncio.sleep(0)  # the other call's acts interleave with these
                 gate.check_outright(Access(Act.READ, f"{call_id}-{number}.txt"))
+        return [f"{row.call_id}:{row.target}" for row in call.rows]
 
-    await asyncio.gather(acts_of("call_a"), acts_of("call_b"))
+    with gate.stepping(1) as step:
+        a, b = await asyncio.gather(acts_of("call_a"), acts_of("call_b"))
+        assert gate.call_id == ""  # outside every call: the harness's own acts
 
-    assert len(gate.rows) == 10
-    assert all(row.target.startswith(row.call_id) for row in gate.rows)
-    assert gate.call_id == ""  # outside every call: the harness's own acts
+    # Each call's scope hands back its own rows, and the step's holds both calls'.
+    assert a == [f"call_a:call_a-{n}.txt" for n in range(5)]
+    assert b == [f"call_b:call_b-{n}.txt" for n in range(5)]
+    assert sorted(f"{row.call_id}:{row.target}" for row in step.rows) == sorted(a + b)
+    assert {row.call_id for row in gate.scope.rows} == set()  # nothing left outside the step
 
 
 async def test_a_prompt_that_cannot_be_shown_defers() -> None:

@@ -606,7 +606,7 @@ async def test_a_deny_read_glob_on_the_skills_directory_refuses_read_skill_namin
         assert f"rule 'deny read {skills}/*' in layer 'app'" in done.content
         assert "Fill and merge" not in done.content
         assert "fill(form" not in done.content
-    assert [(row.target, row.decision) for row in checked.rows] == [
+    assert [(row.target, row.decision) for row in checked.scope.rows] == [
         (str(skills / "pdf" / "SKILL.md"), "refused"),
         (str(skills / "pdf" / "references" / "api.md"), "refused"),
     ]

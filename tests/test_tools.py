@@ -1344,7 +1344,7 @@ async def test_invalid_arguments_are_answered_before_the_gate_is_asked(project: 
     )
 
     assert isinstance(done, ToolOutcome) and "invalid arguments" in done.content
-    assert gate.rows == []
+    assert gate.scope.rows == []
 
 
 async def test_names_that_would_make_a_listing_ambiguous_are_quoted(project: Path) -> None:

@@ -185,7 +185,8 @@ class RunNet:
             verdict = self.provider_verdict(target)
             return None if verdict.effect is Effect.ALLOW else refusal(verdict)
         gate = self.gate
-        settled = gate.settled.get((gate.call_id, Act.NET, normalise_target(Act.NET, target)))
+        key = (gate.call_id, Act.NET, normalise_target(Act.NET, target))
+        settled = gate.scope.settled.get(key)
         if isinstance(settled, Decision) and settled.kind == "approve":
             return None  # approved for this call before it ran; that decision is its row
         verdict = gate.check_outright(Access(Act.NET, target))

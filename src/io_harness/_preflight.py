@@ -234,7 +234,8 @@ def mcp_start_refusal(server: McpServer, gate: Gate) -> str | None:
     an outright allow, or the approval its first start got.
     """
     access = server.start_access()
-    settled = gate.settled.get(("", access.act, normalise_target(access.act, access.target)))
+    target = normalise_target(access.act, access.target)
+    settled = gate.scope.settled.get(("", access.act, target))
     if isinstance(settled, Decision) and settled.kind == "approve":
         return None
     verdict = gate.check_outright(access)

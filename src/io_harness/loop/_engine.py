@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
+from typing import Literal
 
 from io_harness._mcp import McpSessions
 from io_harness._roles import Composition
@@ -32,7 +33,7 @@ from io_harness.loop._compaction import (
 from io_harness.loop._context import failing_check_message
 from io_harness.loop._deferral import Deferrals, Resumption, stored_model
 from io_harness.loop._effects import FILE_TOOLS, acts_on_the_world, intent_for, taken_effect
-from io_harness.loop._events import LIVE_EVENTS, emit, event_row, run_started
+from io_harness.loop._events import LIVE_EVENTS, emit, event_row, provider_calls, run_started
 from io_harness.loop._outcome import RunOutcome, RunResult
 from io_harness.loop._progress import DoneCall, Intent, StepProgress
 from io_harness.loop._role import RunRole
@@ -51,13 +52,15 @@ from io_harness.observe import (
     Observer,
     RunEvent,
     RunFinished,
+    RunStopped,
     StepFinished,
     ToolCalled,
+    ToolStarted,
     Trigger,
     Verified,
 )
-from io_harness.policy._approval import ApprovalRequest
-from io_harness.policy._gate import Gate, canonical_argv
+from io_harness.policy._approval import ApprovalRequest, Decision
+from io_harness.policy._gate import Gate, GateScope, canonical_argv
 from io_harness.policy._rules import Effect
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
@@ -123,6 +126,9 @@ class Engine:
         root's, offered among its tools but not closed by it."""
         self.node = node
         """Where the run sits in a sub-agent tree, when it is an agent of one."""
+        self.place = stored.tree
+        self.told: list[RunEvent] = []
+        """Events for the observer that are not stored (model calls), told after the next commit."""
         self.journal = stored.journal_json
         self.journaling = False
         """The step in flight is journaled: each call's intent is stored before it acts."""
@@ -183,6 +189,7 @@ class Engine:
             self.provider,
             resumed,
             policy_replaced=resumption.policy_json is not None,
+            place=self.place,
         )
         await self._emit([started])
         pending: list[RunEvent] = [started] if resumed else []
@@ -193,10 +200,30 @@ class Engine:
         deferred = resumption.pending
         sandbox_json = self.chosen.record_json() if resumed else None
         try:
-            return await self._steps(resumption, deferred, pending, sandbox_json)
+            result = await self._steps(resumption, deferred, pending, sandbox_json)
+        except BaseException as exc:
+            await self._stopped("error", f"{type(exc).__name__}: {exc}")
+            raise
         finally:
             if self.node is not None:
                 self.node.abandon()
+        if result.outcome is RunOutcome.AWAITING_APPROVAL:
+            await self._stopped("awaiting_approval")
+        return result
+
+    async def _stopped(
+        self, reason: Literal["awaiting_approval", "error"], error: str = ""
+    ) -> None:
+        """Tell the observer the loop let go of the run without finishing it."""
+        if self.observer is not None:
+            stopped = RunStopped(
+                run_id=self.run_id,
+                step=self.steps,
+                reason=reason,
+                error=error or None,
+                at=time.time(),
+            )
+            await self._emit([stopped])
 
     async def _steps(
         self,
@@ -210,36 +237,12 @@ class Engine:
             record.policy_json, resumption.policy_json = resumption.policy_json, None
             record.sandbox_json, sandbox_json = sandbox_json, None
             events, pending = pending, []
-            if deferred is not None:
-                progress, resume_at = self.deferrals.start(record, deferred, resumption.decision)
-                # The step was begun within the budgets; its check gets its own timeout
-                # even when the decision came after the wall budget ran out.
-                self.finishing_deferred = True
-                outcome = await self._act(record, events, progress, resume_at)
-                self.finishing_deferred, deferred = False, None
-            elif self.journal is not None:
-                # The answer was stored before its calls ran (they spawn agents): finish
-                # that step with it, rather than ask the model again.
-                progress = stored_model(StepProgress, self.journal, "a journal", self.run_id)
-                self.journal, self.journaling = None, True
-                self.cut_short, progress.intent = progress.intent, None
-                record.started_at = progress.started_at
-                record.earlier_cost_micros = progress.cost_micros
-                if self.node is not None:  # its children were still at work: drive them on
-                    await self.node.spawn_again(progress)
-                outcome = await self._act(record, events, progress)
-            else:
-                outcome = self._budget_outcome()
-                if outcome is None:
-                    outcome = await self._step(record, events)
-            unchecked = self.check_pending and outcome not in _NO_LATE_CHECK
-            if unchecked and await self._verify(record, events, "resumed"):
-                outcome = RunOutcome.SUCCESS
-            if outcome is not None and outcome is not RunOutcome.AWAITING_APPROVAL:
-                events.append(self._finish(record, outcome))
+            with self.gate.stepping(record.step) as gate_scope:
+                outcome = await self._drive_step(record, events, deferred, resumption.decision)
+            deferred = None
             record.finished_at = time.time()
             record.events = [event_row(e) for e in events]
-            self._take_gate_rows(record)
+            self._take_gate_rows(record, gate_scope)
             self.store.commit_step(self.run_id, record)
             if record.counts_as_step:
                 self.journal = None  # the store cleared it with the step
@@ -249,6 +252,9 @@ class Engine:
                 # cost it. The close events join the trace on their own.
                 await self.mcp.close()
                 self.store.append_mcp_events(self.run_id, record.step, self._mcp_rows())
+            if self.told:  # the model calls this commit holds, before what followed them
+                told, self.told = self.told, []
+                await self._emit(told)
             await self._emit([e for e in events if not isinstance(e, LIVE_EVENTS)])
             if outcome is not None:
                 return RunResult(
@@ -265,8 +271,46 @@ class Engine:
                     sandbox=self.chosen.backend,
                 )
 
-    def _take_gate_rows(self, record: StepRecord) -> None:
-        record.permissions = self.gate.take_rows()
+    async def _drive_step(
+        self,
+        record: StepRecord,
+        events: list[RunEvent],
+        deferred: ApprovalRow | None,
+        decision: Decision | None,
+    ) -> RunOutcome | None:
+        """One step's work, to its outcome (``None``: the run goes on): the deferred act a
+        resume performs, the journaled step a crash cut short, or a new model call."""
+        if deferred is not None:
+            progress, resume_at = self.deferrals.start(record, deferred, decision)
+            # The step was begun within the budgets; its check gets its own timeout
+            # even when the decision came after the wall budget ran out.
+            self.finishing_deferred = True
+            outcome = await self._act(record, events, progress, resume_at)
+            self.finishing_deferred = False
+        elif self.journal is not None:
+            # The answer was stored before its calls ran (they spawn agents): finish
+            # that step with it, rather than ask the model again.
+            progress = stored_model(StepProgress, self.journal, "a journal", self.run_id)
+            self.journal, self.journaling = None, True
+            self.cut_short, progress.intent = progress.intent, None
+            record.started_at = progress.started_at
+            record.earlier_cost_micros = progress.cost_micros
+            if self.node is not None:  # its children were still at work: drive them on
+                await self.node.spawn_again(progress)
+            outcome = await self._act(record, events, progress)
+        else:
+            outcome = self._budget_outcome()
+            if outcome is None:
+                outcome = await self._step(record, events)
+        unchecked = self.check_pending and outcome not in _NO_LATE_CHECK
+        if unchecked and await self._verify(record, events, "resumed"):
+            outcome = RunOutcome.SUCCESS
+        if outcome is not None and outcome is not RunOutcome.AWAITING_APPROVAL:
+            events.append(self._finish(record, outcome))
+        return outcome
+
+    def _take_gate_rows(self, record: StepRecord, scope: GateScope) -> None:
+        record.permissions = scope.rows
         if self.node is not None:
             record.tree_events += self.node.take_rows()
         record.mcp_events = self._mcp_rows()
@@ -418,12 +462,18 @@ class Engine:
         return ToolOutcome(f"{name}: {said}", is_error=True) if said is not None else None
 
     async def _charged_call(
-        self, request: CompletionRequest, record: StepRecord, events: list[RunEvent]
+        self,
+        request: CompletionRequest,
+        record: StepRecord,
+        events: list[RunEvent],
+        purpose: Literal["answer", "compaction"] = "answer",
     ) -> CompletionResponse | Unanswered:
         """One model call (its attempts into ``record``), its spend counted and drawn."""
         first = len(record.attempts)
         answer = await self.caller.call(request, record, events)
         made = record.attempts[first:]
+        if self.observer is not None:
+            self.told += provider_calls(self.run_id, record.step, made, request, answer, purpose)
         cost = sum(a.cost_micros or 0 for a in made)
         self.cost_micros += cost
         self.unpriced_calls += sum(1 for a in made if a.unpriced)
@@ -453,7 +503,7 @@ class Engine:
             guarded,
             MAX_OUTPUT_TOKENS,
         )
-        answer = await self._charged_call(request, record, events)
+        answer = await self._charged_call(request, record, events, "compaction")
         if isinstance(answer, Unanswered):
             return  # the step's own call follows, and meets the same provider
         record.extra_usage = record.extra_usage + answer.usage
@@ -502,10 +552,12 @@ class Engine:
         ``resume_at`` continues the first call at its deferred act, on a resume.
         """
         step = record.step
-        self.gate.step = step
         calls = progress.assistant.tool_calls
         while len(progress.done) < len(calls):
             call = calls[len(progress.done)]
+            begun = time.time()
+            if self.observer is not None:
+                await self._tool_started(step, call, begun)
             done = self._taken_effect(call) or await self._call(
                 call, progress, resume_at, record.step
             )
@@ -544,6 +596,9 @@ class Engine:
                     is_error=done.is_error,
                     changed=done.changed,
                     tool_kind=kind,
+                    started_at=begun,
+                    duration=time.time() - begun,
+                    error=progress.done[-1].error,
                 )
             )
         if await self._children_paused(progress):
@@ -584,6 +639,11 @@ class Engine:
         )
         return outcome or self._budget_outcome()
 
+    async def _tool_started(self, step: int, call: ToolCall, at: float) -> None:
+        """Tell the observer, as it happens, that a call begins (a span's true start)."""
+        started = ToolStarted(run_id=self.run_id, step=step, call_id=call.id, name=call.name, at=at)
+        await self._emit([started])
+
     async def _children_paused(self, progress: StepProgress) -> bool:
         """Wait for this turn's sub-agents and put their results in ``progress``.
 
@@ -623,7 +683,7 @@ class Engine:
         if self.wall_end is not None and not self.finishing_deferred:
             deadline = time.monotonic() + (self.wall_end - time.time())
         self.check_pending = False
-        started = time.monotonic()
+        started, begun = time.monotonic(), time.time()
         criterion = self.contract.verify
         refused = [
             verdict
@@ -644,16 +704,15 @@ class Engine:
             )
         record.sandbox_events.extend(event_rows("", subject.events))
         result_json = result.model_dump_json()
-        record.verifications.append(
-            VerificationRow(
-                trigger=trigger,
-                passed=result.passed,
-                criterion=result.criterion,
-                summary=result.summary,
-                result_json=result_json,
-                duration=time.monotonic() - started,
-            )
+        checked = VerificationRow(
+            trigger=trigger,
+            passed=result.passed,
+            criterion=result.criterion,
+            summary=result.summary,
+            result_json=result_json,
+            duration=time.monotonic() - started,
         )
+        record.verifications.append(checked)
         self.verification = result
         events.append(
             Verified(
@@ -664,6 +723,8 @@ class Engine:
                 criterion=result.criterion,
                 summary=result.summary,
                 output=result.output,
+                started_at=begun,
+                duration=checked.duration,
             )
         )
         if not result.passed and trigger == "turn_ended":
@@ -673,7 +734,7 @@ class Engine:
     # -- ending and telling --------------------------------------------------------
 
     def _finish(self, record: StepRecord, outcome: RunOutcome) -> RunFinished:
-        record.finish = Finish(
+        record.finish = finish = Finish(
             outcome=outcome.value,
             finished_at=time.time(),
             error_json=json.dumps(self.last_error.to_dict()) if self.last_error else None,
@@ -687,6 +748,7 @@ class Engine:
             error=str(self.last_error) if self.last_error is not None else None,
             cost_micros=self.cost_micros,
             unpriced_calls=self.unpriced_calls,
+            finished_at=finish.finished_at,
         )
 
     async def _emit(self, events: Sequence[RunEvent]) -> None:

@@ -21,7 +21,7 @@ from io_harness.policy._policy import Policy
 from io_harness.policy._rules import Act, Effect, Rule, Verdict
 from io_harness.store._records import PermissionRow
 
-__all__ = ["REMEMBERED", "Access", "Cleared", "Deferred", "Gate", "Refused"]
+__all__ = ["REMEMBERED", "Access", "Cleared", "Deferred", "Gate", "GateScope", "Refused"]
 
 REMEMBERED = "remembered"
 """The name of the run-scoped layer of remembered rules."""
@@ -61,13 +61,42 @@ class Deferred:
 Clearance = Cleared | Refused | Deferred
 
 
+Settled = Decision | Verdict
+"""What decided an act: the approver's decision, or the policy's verdict."""
+
+
+@dataclass
+class GateScope:
+    """What the gate checked in one block: one call's acts (or the harness's own, call id
+    ``""``) within one step. See :meth:`Gate.stepping` and :meth:`Gate.calling`."""
+
+    call_id: str
+    step: int
+    rows: list[PermissionRow] = field(default_factory=list)
+    """The trace rows recorded in the block; a call's hold its nested blocks' rows too (the
+    harness's own connections it caused) once they end."""
+    settled: dict[tuple[str, Act, str], Settled] = field(default_factory=dict)
+    """What decided each act of the step, by call id, act and target: one mapping that the
+    step's scope and its calls' scopes share."""
+
+    def adopt(self, inner: GateScope) -> None:
+        """Take the rows a block inside this one recorded (and what it settled), at its end."""
+        self.rows.extend(inner.rows)
+        if inner.settled is not self.settled:
+            self.settled.update(inner.settled)
+
+
 @dataclass
 class Gate:
     """Checks acts against ``policy``, asks ``approver``, and keeps the trace rows.
 
     Without an approver, every ask is deferred: an unattended run stops and
-    waits instead of guessing. ``rows`` collects the rows of the step in
-    progress; the loop takes them into the step's transaction.
+    waits instead of guessing. Every act is checked and recorded in a scope:
+    the engine opens one per step (:meth:`stepping`) and hands its rows to the
+    step's transaction; each tool call runs in one of its own (:meth:`calling`),
+    whose rows join the step's when it ends. Scopes are the task's (a context
+    variable), so concurrent calls never see each other's. Acts checked
+    outside any step (before the first: an MCP server's start) join the first.
     """
 
     policy: Policy
@@ -75,36 +104,74 @@ class Gate:
     goal: str = ""
     run_id: str = ""
     remembered: list[Rule] = field(default_factory=list)
-    step: int = 0
-    rows: list[PermissionRow] = field(default_factory=list)
     remembered_changed: bool = False
-    settled: dict[tuple[str, Act, str], Decision | Verdict] = field(default_factory=dict)
-    """What decided each act of each call (by call id, act, target): the
-    approver's decision, or the policy's verdict (see :meth:`decision_on`)."""
 
-    _call: contextvars.ContextVar[str] = field(
-        default_factory=lambda: contextvars.ContextVar("ioh_gate_call", default=""), repr=False
+    _outside: GateScope = field(default_factory=lambda: GateScope("", 0), repr=False)
+    _scope: contextvars.ContextVar[GateScope | None] = field(
+        default_factory=lambda: contextvars.ContextVar("ioh_gate_scope", default=None),
+        repr=False,
     )
+
+    @property
+    def scope(self) -> GateScope:
+        """The innermost scope of this task (the one outside every step, when none is open)."""
+        return self._scope.get() or self._outside
 
     @property
     def call_id(self) -> str:
         """The tool call whose acts are being checked (``""``: the harness's own, such as the
         criterion's commands): the innermost :meth:`calling` block of this task."""
-        return self._call.get()
+        return self.scope.call_id
+
+    @property
+    def step(self) -> int:
+        """The step whose acts are being checked (0 before the first)."""
+        return self.scope.step
 
     @contextlib.contextmanager
-    def calling(self, call_id: str) -> Iterator[None]:
+    def stepping(self, step: int) -> Iterator[GateScope]:
+        """Check and record the acts of the block as step ``step``'s.
+
+        The scope yielded holds the step's rows once the block ends: those its
+        calls recorded, those recorded before it outside any step, and those of
+        tasks that run outside every scope (an MCP server's own task) meanwhile.
+        """
+        scope = GateScope("", step)
+        self._outside.step = step
+        scope.adopt(self._drain_outside())
+        try:
+            with self._within(scope):
+                yield scope
+        finally:
+            scope.adopt(self._drain_outside())
+
+    @contextlib.contextmanager
+    def calling(self, call_id: str) -> Iterator[GateScope]:
         """Check and record the acts of the block as those of ``call_id``.
 
-        The scope is the task's (a context variable), so what runs for a call,
-        a connection of an MCP server's or a sandbox proxy's included, is
-        recorded under it, and nothing another task does can change it.
+        What runs for the call, a connection of an MCP server's or a sandbox
+        proxy's included, is recorded under it. The scope yielded holds the
+        call's rows; when the block ends they join the enclosing scope's.
         """
-        token = self._call.set(call_id)
+        outer = self.scope
+        scope = GateScope(call_id, outer.step, settled=outer.settled)
+        try:
+            with self._within(scope):
+                yield scope
+        finally:
+            outer.adopt(scope)
+
+    def _drain_outside(self) -> GateScope:
+        drained, self._outside = self._outside, GateScope("", self._outside.step)
+        return drained
+
+    @contextlib.contextmanager
+    def _within(self, scope: GateScope) -> Iterator[None]:
+        token = self._scope.set(scope)
         try:
             yield
         finally:
-            self._call.reset(token)
+            self._scope.reset(token)
 
     def verdict(self, access: Access) -> Verdict:
         """The policy's verdict, with the remembered layer over it."""
@@ -156,11 +223,11 @@ class Gate:
             return self._denied(access, verdict, decision, request(verdict))
         if verdict.effect is Effect.ALLOW:
             self.record(access, verdict, "allowed", _by(verdict))
-            self.settled[key] = verdict
+            self.scope.settled[key] = verdict
             return Cleared(verdict)
         if verdict.effect is Effect.DENY:
             self.record(access, verdict, "refused", _by(verdict))
-            self.settled[key] = verdict
+            self.scope.settled[key] = verdict
             return Refused(f"refused by the policy: {verdict.describe()}")
         asked = request(verdict)
         if decision is None:
@@ -171,7 +238,7 @@ class Gate:
             return Deferred(asked)
         if decision.kind == "deny":
             return self._denied(access, verdict, decision, asked)
-        self.settled[key] = decision.model_copy(update={"by": by})
+        self.scope.settled[key] = decision.model_copy(update={"by": by})
         self.record(access, verdict, "approved", by)
         if decision.remember:
             self.remembered.extend(decision.remember)
@@ -182,7 +249,7 @@ class Gate:
         self, access: Access, verdict: Verdict, decision: Decision, asked: ApprovalRequest
     ) -> Refused:
         by = decision.by or (type(self.approver).__name__ if self.approver else "nobody")
-        self.settled[(self.call_id, verdict.act, verdict.target)] = decision.model_copy(
+        self.scope.settled[(self.call_id, verdict.act, verdict.target)] = decision.model_copy(
             update={"by": by}
         )
         self.record(access, verdict, "denied", by, decision.reason)
@@ -207,8 +274,8 @@ class Gate:
     def record(
         self, access: Access, verdict: Verdict, decision: str, by: str, reason: str = ""
     ) -> None:
-        """Add one trace row for the step in progress."""
-        self.rows.append(
+        """Add one trace row to the scope in progress."""
+        self.scope.rows.append(
             PermissionRow(
                 call_id=self.call_id,
                 act=access.act.value,
@@ -225,27 +292,23 @@ class Gate:
         )
 
     def decision_on(self, call_id: str, act: Act, target: str) -> Decision | None:
-        """What decided one act of a call, as a decision; ``None`` if it was not reached.
+        """What decided one act of a call of this scope's, as a decision; ``None`` if it was
+        not reached.
 
         A verdict of the policy reads as an approve (allowed) or a deny
         (refused), naming the rule.
         """
-        settled = self.settled.get((call_id, act, target))
+        decided = self.scope.settled
+        settled = decided.get((call_id, act, target))
         if settled is None:  # the act's target changed since it was asked about
             settled = next(
-                (v for (c, a, _), v in self.settled.items() if c == call_id and a is act), None
+                (v for (c, a, _), v in decided.items() if c == call_id and a is act), None
             )
         if settled is None or isinstance(settled, Decision):
             return settled
         if settled.effect is Effect.ALLOW:
             return Decision.approve(by=f"{_by(settled)}: {settled.describe()}")
         return Decision.deny(settled.describe(), by=_by(settled))
-
-    def take_rows(self) -> list[PermissionRow]:
-        """The rows recorded since the last call, handed over."""
-        rows, self.rows = self.rows, []
-        self.settled.clear()
-        return rows
 
     def remembered_json(self) -> str:
         """The remembered rules as the store keeps them."""
