@@ -6,11 +6,13 @@ it; the passes themselves are ``loop/_compaction.py``'s.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import ConfigDict, Field
 
 from io_harness._validation import CheckedModel
 
-__all__ = ["Compaction"]
+__all__ = ["Compaction", "positions_text"]
 
 
 class Compaction(CheckedModel):
@@ -27,3 +29,14 @@ class Compaction(CheckedModel):
 
     at_share: float = Field(0.8, gt=0, le=1)
     keep_recent: int = Field(8, ge=0)
+
+
+def positions_text(seqs: Sequence[int]) -> str:
+    """Message positions as runs, as a compaction's edits are shown: ``#2-5, #8``."""
+    runs: list[list[int]] = []
+    for seq in sorted(seqs):
+        if runs and seq == runs[-1][-1] + 1:
+            runs[-1].append(seq)
+        else:
+            runs.append([seq])
+    return ", ".join(f"#{r[0]}" if len(r) == 1 else f"#{r[0]}-{r[-1]}" for r in runs)

@@ -25,7 +25,7 @@ from io_harness._validation import CheckedModel, describe_validation, loading, r
 from io_harness.errors import ConfigError
 from io_harness.messages import Usage
 
-__all__ = ["MICROS", "Price", "PriceTable", "format_money"]
+__all__ = ["MICROS", "Price", "PriceTable", "format_money", "run_spend"]
 
 MICROS = 1_000_000
 """Micro-units in one unit of currency."""
@@ -168,3 +168,22 @@ def format_money(micros: int, currency: str = "") -> str:
     amount = Decimal(micros) / MICROS
     text = f"{amount:.6f}"
     return f"{text} {currency}".strip()
+
+
+def run_spend(cost_micros: int, unpriced_calls: int, currency: str | None) -> str:
+    """A run's spend in its price table's currency; ``unpriced`` (never a zero) without one.
+
+    Calls the table had no price for are counted beside the priced amount; this
+    is how ``ioh`` and the HTML report word every spend.
+    """
+    calls = _count(unpriced_calls, "call", "calls")
+    if currency is None or (unpriced_calls and not cost_micros):
+        return f"unpriced ({calls})" if unpriced_calls else "unpriced"
+    money = format_money(cost_micros, currency)
+    if not unpriced_calls:
+        return money
+    return f"{money} + {_count(unpriced_calls, 'unpriced call', 'unpriced calls')}"
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from io_harness._compaction import positions_text
 from io_harness._report._page import Page, seconds
 from io_harness.pricing import format_money
 
@@ -55,7 +56,7 @@ def render_page(page: Page) -> str:
         long=_long,
         money=_money,
         passfail=_passfail,
-        positions=_positions,
+        positions=positions_text,
         pretty=_pretty,
         preview=_preview,
         seconds=seconds,
@@ -178,14 +179,3 @@ def _detail(detail: dict[str, Any]) -> str:
             text = json.dumps(value, ensure_ascii=False, default=str)
         parts.append(f"{key}: {text}")
     return " · ".join(parts)
-
-
-def _positions(seqs: Sequence[int]) -> str:
-    """Message positions as runs: ``#2-5, #8``."""
-    runs: list[list[int]] = []
-    for seq in sorted(seqs):
-        if runs and seq == runs[-1][-1] + 1:
-            runs[-1].append(seq)
-        else:
-            runs.append([seq])
-    return ", ".join(f"#{r[0]}" if len(r) == 1 else f"#{r[0]}-{r[-1]}" for r in runs)

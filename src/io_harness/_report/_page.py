@@ -15,10 +15,10 @@ from typing import Any
 from io_harness._report._gather import Agent, Gathered
 from io_harness._report._steps import StepView, steps_of, task_text
 from io_harness.messages import Usage
-from io_harness.pricing import format_money
+from io_harness.pricing import run_spend
 from io_harness.store import RunSummary, Trace
 
-__all__ = ["AgentView", "Page", "TimelineBar", "TreeRow", "page_of", "run_spend"]
+__all__ = ["AgentView", "Page", "TimelineBar", "TreeRow", "page_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,25 +151,6 @@ def page_of(gathered: Gathered, version: str) -> Page:
         tree_total=total,
         version=version,
     )
-
-
-def run_spend(cost_micros: int, unpriced_calls: int, currency: str | None) -> str:
-    """A run's spend in its price table's currency; ``unpriced`` (never a zero) without one.
-
-    Worded as ``ioh show`` and ``ioh runs`` word it: calls the table had no
-    price for are counted beside the priced amount.
-    """
-    calls = _count(unpriced_calls, "call", "calls")
-    if currency is None or (unpriced_calls and not cost_micros):
-        return f"unpriced ({calls})" if unpriced_calls else "unpriced"
-    money = format_money(cost_micros, currency)
-    if not unpriced_calls:
-        return money
-    return f"{money} + {_count(unpriced_calls, 'unpriced call', 'unpriced calls')}"
-
-
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
 
 
 def _agent_view(

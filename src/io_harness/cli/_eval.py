@@ -27,13 +27,13 @@ from rich.text import Text
 
 from io_harness.cli import EXIT_NOT_VERIFIED
 from io_harness.cli._output import write_out
-from io_harness.cli._render import run_spend
 from io_harness.cli._sandbox import sandbox_choice
 from io_harness.cli._signals import run_to_end
 from io_harness.cli._text import Natural, PipeConsole, escape, say
 from io_harness.cli._words import RunInterrupted, interrupt_signal, store_hint
 from io_harness.errors import ConfigError
 from io_harness.eval import ResultRow, RunRecord, SpecHarnesses, Suite, SuiteRun, run_suite
+from io_harness.pricing import run_spend
 from io_harness.store import Store
 
 __all__ = ["EvalProgress", "cmd_eval", "render_eval"]

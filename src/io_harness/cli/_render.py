@@ -13,6 +13,7 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.status import Status
 from rich.text import Text
 
+from io_harness._compaction import positions_text
 from io_harness.cli._sandbox import cap_lines, sandbox_counts, sandbox_line
 from io_harness.cli._text import escape, say, shown
 from io_harness.loop import RunOutcome, RunResult
@@ -28,7 +29,7 @@ from io_harness.observe import (
     ToolCalled,
     Verified,
 )
-from io_harness.pricing import format_money
+from io_harness.pricing import format_money, run_spend
 from io_harness.store import (
     CompactionTrace,
     MemoryTrace,
@@ -49,7 +50,6 @@ __all__ = [
     "render_result",
     "render_runs",
     "render_trace",
-    "run_spend",
 ]
 
 ShowView = Literal["transcript", "model"]
@@ -90,20 +90,6 @@ class Money:
 
     currency: str | None = None
     max_cost_micros: int | None = None
-
-
-def run_spend(cost_micros: int, unpriced_calls: int, currency: str | None) -> str:
-    """A run's spend in its price table's currency; ``unpriced`` (never a zero) without one.
-
-    Calls the table had no price for are counted beside the priced amount.
-    """
-    calls = _count(unpriced_calls, "call", "calls")
-    if currency is None or (unpriced_calls and not cost_micros):
-        return f"unpriced ({calls})" if unpriced_calls else "unpriced"
-    money = format_money(cost_micros, currency)
-    if not unpriced_calls:
-        return money
-    return f"{money} + {_count(unpriced_calls, 'unpriced call', 'unpriced calls')}"
 
 
 def render_runs(runs: list[RunSummary], currencies: dict[str, str | None]) -> RenderableType:
@@ -397,7 +383,7 @@ def _passes(edits: Sequence[CompactionTrace]) -> list[_Pass]:
 def _pass_lines(one: _Pass) -> list[str]:
     """A pass, in the step it ran before: what it left out, then its summary, whole."""
     gone = (
-        f"{_count(len(one.deleted), 'message', 'messages')} ({_positions(one.deleted)}) "
+        f"{_count(len(one.deleted), 'message', 'messages')} ({positions_text(one.deleted)}) "
         "left out of the model's view"
         if one.deleted
         else "no message left out"
@@ -525,17 +511,6 @@ def _block_lines(message: Message, names: dict[str, str]) -> list[str]:
             name = names.get(block.tool_use_id, block.tool_use_id)
             lines.append(f"  {mark} {escape(name)} -> {_one_line(block.content, 70)}")
     return lines
-
-
-def _positions(seqs: Sequence[int]) -> str:
-    """Message positions as runs: ``#2-5, #8``."""
-    runs: list[list[int]] = []
-    for seq in sorted(seqs):
-        if runs and seq == runs[-1][-1] + 1:
-            runs[-1].append(seq)
-        else:
-            runs.append([seq])
-    return ", ".join(f"#{r[0]}" if len(r) == 1 else f"#{r[0]}-{r[-1]}" for r in runs)
 
 
 def _count(n: int, one: str, many: str) -> str:
