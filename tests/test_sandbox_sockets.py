@@ -17,7 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from io_harness.sandbox import BubblewrapSandbox, SandboxConfig
+from io_harness.sandbox import (
+    BubblewrapSandbox,
+    LandlockSandbox,
+    NamespacesSandbox,
+    SandboxConfig,
+)
 from io_harness.sandbox._linux import NOBODY
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap is Linux's")
@@ -36,9 +41,11 @@ CONNECT = (
 
 @pytest.fixture
 def daemon() -> Iterator[Path]:
+    """A host daemon's socket any user may connect to, so only masking keeps one out."""
     path = Path("/var/tmp") / f"ioh-test-{uuid.uuid4().hex}.sock"
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(str(path))
+    path.chmod(0o777)
     listener.listen()
     try:
         yield path
@@ -47,29 +54,71 @@ def daemon() -> Iterator[Path]:
         path.unlink(missing_ok=True)
 
 
-async def _connect(tmp_path: Path, path: Path, config: SandboxConfig) -> str:
-    outcome = await BubblewrapSandbox(config).run(
+Backend = type[BubblewrapSandbox | NamespacesSandbox | LandlockSandbox]
+BACKENDS: dict[str, Backend] = {
+    "bubblewrap": BubblewrapSandbox,
+    "namespaces": NamespacesSandbox,
+    "landlock": LandlockSandbox,
+}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def backend(request: pytest.FixtureRequest) -> Backend:
+    name: str = request.param
+    chosen = BACKENDS[name]
+    ok, reason = chosen.available()
+    if not ok:
+        pytest.skip(f"{name} is not available here: {reason}")
+    if name != "bubblewrap" and os.geteuid() != 0:
+        pytest.skip(
+            f"{name} masks the host's sockets only when the harness runs as root (its "
+            "launcher makes the mounts before it becomes nobody); as a user, a command "
+            "reaches the sockets that user may"
+        )
+    return chosen
+
+
+async def _connect(
+    tmp_path: Path,
+    path: Path,
+    config: SandboxConfig,
+    backend: Backend = BubblewrapSandbox,
+) -> str:
+    outcome = await backend(config).run(
         [sys.executable, "-c", CONNECT, str(path)], workdir=tmp_path
     )
     assert outcome.exit_code == 0, outcome.stderr
     return outcome.stdout.strip()
 
 
-async def test_a_host_daemons_socket_is_hidden_from_a_command(tmp_path: Path, daemon: Path) -> None:
-    said = await _connect(tmp_path, daemon, SandboxConfig())
+async def test_a_host_daemons_socket_is_hidden_from_a_command(
+    tmp_path: Path, daemon: Path, backend: Backend
+) -> None:
+    said = await _connect(tmp_path, daemon, SandboxConfig(), backend)
     assert said.startswith("refused"), said
 
 
-async def test_a_socket_the_configuration_allows_is_reached(tmp_path: Path, daemon: Path) -> None:
+async def test_a_socket_the_configuration_allows_is_reached(
+    tmp_path: Path, daemon: Path, backend: Backend
+) -> None:
     allowed = SandboxConfig(allow_unix_sockets=(str(daemon),))
-    assert await _connect(tmp_path, daemon, allowed) == "connected"
+    assert await _connect(tmp_path, daemon, allowed, backend) == "connected"
 
 
 async def test_an_open_network_leaves_the_hosts_sockets_as_they_are(
+    tmp_path: Path, daemon: Path, backend: Backend
+) -> None:
+    assert await _connect(tmp_path, daemon, SandboxConfig(network="open"), backend) == ("connected")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the harness runs as root only in this case")
+async def test_an_allowed_socket_only_root_may_use_is_lent_to_the_command(
     tmp_path: Path, daemon: Path
 ) -> None:
-    daemon.chmod(0o777)  # any user may connect: the command may, whoever it runs as
-    assert await _connect(tmp_path, daemon, SandboxConfig(network="open")) == "connected"
+    daemon.chmod(0o755)  # root's alone: the command, nobody, is lent it
+    allowed = SandboxConfig(allow_unix_sockets=(str(daemon),))
+    assert await _connect(tmp_path, daemon, allowed) == "connected"
+    assert (await _connect(tmp_path, daemon, SandboxConfig(network="open"))).startswith("refused")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the harness runs as root only in this case")

@@ -110,7 +110,7 @@ def _seccomp(path: str) -> None:
 # -- Running as an unprivileged uid when the harness is root -----------------------------------
 
 _CLONE_NEWNS, _CLONE_NEWUSER = 0x00020000, 0x10000000
-_MS_NOSUID, _MS_NODEV, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
+_MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x1000, 0x4000, 0x40000
 _SYS_OPEN_TREE, _SYS_MOVE_MOUNT, _SYS_MOUNT_SETATTR = 428, 429, 442  # the same everywhere
 _OPEN_TREE_CLONE, _AT_RECURSIVE, _AT_EMPTY_PATH = 1, 0x8000, 0x1000
 _MOVE_MOUNT_F_EMPTY_PATH = 0x4
@@ -144,7 +144,9 @@ def _open_to_others(path: str) -> bool:
     return os.stat(path).st_mode & wanted == wanted
 
 
-def lend_to(uid: int, gid: int, writable: list[str], needed: list[str]) -> None:
+def lend_to(
+    uid: int, gid: int, writable: list[str], needed: list[str], masked: list[str] | None = None
+) -> None:
     """Let ``uid``/``gid`` write ``writable`` and reach ``needed`` (Linux, as root).
 
     In a mount namespace of this process's own: each path of ``writable`` is
@@ -154,6 +156,8 @@ def lend_to(uid: int, gid: int, writable: list[str], needed: list[str]) -> None:
     not enter on the way to a path of either list is covered by an empty one, into
     which the next component on the way is mounted back, so the rest stays hidden;
     a path of ``needed`` others may not enter is idmapped like one to write.
+    Each path of ``masked`` that is there (a host daemon's socket) is covered by
+    ``/dev/null``, so connecting to it fails.
     The process then changes to ``uid`` itself (the launcher does that).
     """
     libc = _libc()
@@ -199,6 +203,9 @@ def lend_to(uid: int, gid: int, writable: list[str], needed: list[str]) -> None:
         )
         _call(moved, f"mounting {place}")
         os.close(tree)
+    for path in masked or ():
+        if os.path.lexists(path):
+            _call(libc.mount(b"/dev/null", path.encode(), None, _MS_BIND, None), f"masking {path}")
 
 
 def _note_hidden(path: str, writable: list[str], hidden: dict[str, set[str]]) -> None:

@@ -51,14 +51,18 @@ def launch_args(
     fds: dict[int, str] | None = None,
     lend: list[str] | None = None,
     need: list[str] | None = None,
+    mask: list[str] | None = None,
+    code: str | None = None,
 ) -> list[str]:
     """The launcher's arguments: join ``cgroups``, set ``rlimits``, become ``uid``/``gid``,
     allow writes only beneath ``landlock`` (when given), load ``seccomp``, enter ``cwd``,
     open each file of ``fds`` read-only at its descriptor, then execute ``argv`` (its
     program an absolute path). Before becoming ``uid``, as root, it lends that uid the
-    paths of ``lend`` to write and makes those of ``need`` reachable (``lend_to`` in
-    ``_confine.py``). With ``parent`` (the harness's pid), a guard outlives the
-    exec and ends the command's tree, and removes ``scratch``, if ``parent`` dies.
+    paths of ``lend`` to write, makes those of ``need`` reachable and covers those of
+    ``mask`` (``lend_to`` in ``_confine.py``, loaded from ``code`` when given: its
+    compiled code, marshalled). With ``parent`` (the harness's pid), a
+    guard outlives the exec and ends the command's tree, and removes ``scratch``, if
+    ``parent`` dies.
 
     The files are opened by the launcher, not passed in, so the whole line is a
     plain command any spawner can start (the MCP SDK's, for a sandboxed server)."""
@@ -77,6 +81,10 @@ def launch_args(
         args += ["--lend", path]
     for path in need or ():
         args += ["--need", path]
+    for path in mask or ():
+        args += ["--mask", path]
+    if code is not None:
+        args += ["--code", code]
     if landlock is not None:
         args.append("--landlock")
         for path in landlock:
@@ -96,8 +104,20 @@ def _fail(message: str) -> None:
     os._exit(LAUNCH_FAILED)
 
 
-def _load_confine() -> types.ModuleType:
-    """``_confine.py`` beside this file, loaded by path (this script is not run as a package)."""
+def _load_confine(code: str | None) -> types.ModuleType:
+    """``_confine.py`` beside this file: from ``code`` (its compiled code, marshalled by the
+    harness) when given, else loaded by path (this script is not run as a package).
+
+    Compiling it costs more than the rest of the launch, and Python may not cache it
+    (``PYTHONDONTWRITEBYTECODE``, a read-only install): the harness compiles it once.
+    """
+    if code is not None:
+        import marshal
+
+        module = types.ModuleType("ioh_confine")
+        with open(code, "rb") as handle:
+            exec(marshal.loads(handle.read()), module.__dict__)
+        return module
     import importlib.util
 
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_confine.py")
@@ -228,6 +248,8 @@ class _Steps:
         self.fds: list[tuple[int, str]] = []
         self.lend: list[str] = []
         self.need: list[str] = []
+        self.mask: list[str] = []
+        self.code: str | None = None
         while args and args[0] != "--":
             option, args = args[0], args[1:]
             if option == "--rlimit":
@@ -265,6 +287,10 @@ class _Steps:
             self.lend.append(value)
         elif option == "--need":
             self.need.append(value)
+        elif option == "--mask":
+            self.mask.append(value)
+        elif option == "--code":
+            self.code = value
         else:
             raise ValueError(f"unknown option {option}")
 
@@ -279,10 +305,10 @@ class _Steps:
         # Loaded before the uid changes: another uid may not read this Python's files.
         lending = bool(self.lend or self.need) and self.uid is not None and self.gid is not None
         confining = self.writable is not None or self.seccomp is not None
-        module = _load_confine() if confining or lending else None
+        module = _load_confine(self.code) if confining or lending else None
         if module is not None and lending:
             try:
-                module.lend_to(self.uid, self.gid, self.lend, self.need)
+                module.lend_to(self.uid, self.gid, self.lend, self.need, self.mask)
             except module.ConfineError as exc:
                 _fail(str(exc))
         # Opened before the uid changes too: the files may be root's alone.

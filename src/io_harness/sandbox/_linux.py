@@ -17,7 +17,7 @@ from typing import Any
 
 from io_harness.policy._mandatory import RUNS_CODE_LATER
 from io_harness.sandbox._launch import launch_args
-from io_harness.sandbox._spawn import LAUNCHER, Command, ContainedSandbox, Wrapping
+from io_harness.sandbox._spawn import LAUNCHER, Command, ContainedSandbox, Wrapping, confine_code
 
 __all__ = ["BubblewrapSandbox", "FloorSandbox", "LandlockSandbox", "NamespacesSandbox"]
 
@@ -119,7 +119,7 @@ class BubblewrapSandbox(ContainedSandbox):
             # uid (non-root inside, so it has no capabilities) is the host's root.
             args += ["--uid", str(NOBODY), "--gid", str(NOBODY)]
         elif _as_root():
-            launcher |= _as_nobody(command)
+            launcher |= _as_nobody(command, masks_sockets=True)
         if command.config.network != "open":
             args.append("--unshare-net")
         args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
@@ -137,9 +137,8 @@ class BubblewrapSandbox(ContainedSandbox):
         args += [workdir, str(command.workdir), str(command.workdir)]
         for path in runs_code_later(command.workdir) if command.mode != "read_only" else ():
             args += ["--ro-bind", str(path), str(path)]  # over the writable workdir
-        if command.config.network != "open":
-            for socket in host_unix_sockets(command):
-                args += ["--ro-bind", "/dev/null", str(socket)]  # connect() there now fails
+        for socket in host_unix_sockets(command):
+            args += ["--ro-bind", "/dev/null", str(socket)]  # connect() there now fails
         for path in (*command.writable, command.scratch):
             args += ["--bind", str(path), str(path)]
         args += ["--seccomp", str(SECCOMP_FD), "--chdir", str(command.cwd), "--"]
@@ -152,7 +151,7 @@ class BubblewrapSandbox(ContainedSandbox):
         )
 
 
-def _as_nobody(command: Command, *programs: str) -> dict[str, Any]:
+def _as_nobody(command: Command, *programs: str, masks_sockets: bool = False) -> dict[str, Any]:
     """The launcher's steps that run the command (and a wrapper: bubblewrap, ``unshare``)
     as ``nobody``; ``programs`` are more the command must reach (a wrapper's Python).
 
@@ -160,9 +159,10 @@ def _as_nobody(command: Command, *programs: str) -> dict[str, Any]:
     mapped to 0 is root to anything outside that checks only the uid). The
     launcher, still root, idmaps each folder the command may write (and each Unix
     socket the configuration allows), so ``nobody`` writes there and the files stay
-    their owner's, and mounts back the folders it must
-    reach through one only root may enter (a program under ``/root``), hiding the
-    rest of that one; then it becomes ``nobody`` and executes bwrap.
+    their owner's, and mounts back the folders it must reach through one only root
+    may enter (a program under ``/root``), hiding the rest of that one; a wrapper
+    that ``masks_sockets`` itself (bubblewrap) is spared the launcher's masking of
+    the host's listening sockets. Then it becomes ``nobody`` and executes the rest.
     """
     path = os.environ.get("PATH", os.defpath).split(os.pathsep)
     need = [command.workdir, command.cwd, *command.readable, *(Path(p) for p in path if p)]
@@ -170,9 +170,11 @@ def _as_nobody(command: Command, *programs: str) -> dict[str, Any]:
     # A socket the configuration allows is lent too: connecting to one takes write access.
     sockets = [Path(p) for p in command.config.allow_unix_sockets if Path(p).exists()]
     lend = [*command.writable_paths(), *sockets]
+    masked = [] if masks_sockets else host_unix_sockets(command, private=())
     return {
         "uid": NOBODY,
         "gid": NOBODY,
+        "mask": [str(p) for p in masked],
         "lend": [str(p) for p in lend],
         "need": sorted({str(p) for p in need if p.exists()} - {str(p) for p in lend}),
     }
@@ -206,10 +208,13 @@ def runs_code_later(workdir: Path) -> list[Path]:
     return [path for path in found if path.exists() and not path.is_symlink()]
 
 
-def host_unix_sockets(command: Command) -> list[Path]:
+def host_unix_sockets(command: Command, private: tuple[Path, ...] = _PRIVATE) -> list[Path]:
     """The host's listening Unix sockets a command must not reach: every one in
-    ``/proc/net/unix`` but those under a private folder (hidden already), under the
-    command's own folders, or allowed by the configuration."""
+    ``/proc/net/unix`` but those under a ``private`` folder (hidden already: bubblewrap
+    gives a command its own), under the command's own folders, or allowed by the
+    configuration; none with an open network."""
+    if command.config.network == "open":
+        return []
     try:
         table = Path("/proc/net/unix").read_text().splitlines()[1:]
     except OSError:
@@ -225,7 +230,7 @@ def host_unix_sockets(command: Command) -> list[Path]:
         path = Path(fields[7])
         if (
             path in allowed
-            or any(path.is_relative_to(folder) for folder in (*_PRIVATE, *own))
+            or any(path.is_relative_to(folder) for folder in (*private, *own))
             or not path.exists()
         ):
             continue
@@ -299,7 +304,12 @@ class NamespacesSandbox(ContainedSandbox):
 
     def wrap(self, command: Command) -> Wrapping:
         """``unshare`` into new namespaces, then the launcher again to confine and exec."""
-        inner = launch_args(command.argv, cwd=str(command.cwd), **_confining_steps(command))
+        inner = launch_args(
+            command.argv,
+            cwd=str(command.cwd),
+            code=confine_code(command),
+            **_confining_steps(command),
+        )
         # As root, the outer launcher becomes nobody first (see _as_nobody), so the
         # namespace's user is nobody on the host too.
         args = ["--user", "-c", "--pid", "--fork", "--kill-child", "--mount-proc"]

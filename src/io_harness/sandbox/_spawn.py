@@ -17,6 +17,7 @@ import abc
 import contextlib
 import dataclasses
 import functools
+import marshal
 import math
 import os
 import selectors
@@ -48,7 +49,15 @@ from io_harness.sandbox._types import (
     ended_events,
 )
 
-__all__ = ["LAUNCHER", "Command", "ContainedSandbox", "Service", "Wrapping", "command_env"]
+__all__ = [
+    "LAUNCHER",
+    "Command",
+    "ContainedSandbox",
+    "Service",
+    "Wrapping",
+    "command_env",
+    "confine_code",
+]
 
 LAUNCHER = Path(__file__).with_name("_launch.py")
 _LAUNCH_FAILED = 125
@@ -114,6 +123,25 @@ class Service:
     cwd: Path
     """The folder to start the launcher in (it enters the command's own folder itself)."""
     backend: str
+
+
+_CONFINING_STEPS = {"landlock", "seccomp", "lend", "need", "mask"}
+"""The launcher's steps that load ``_confine.py`` (ctypes): its code is handed over compiled."""
+
+
+@functools.cache
+def _confine_compiled() -> bytes:
+    source = LAUNCHER.with_name("_confine.py")
+    return marshal.dumps(compile(source.read_bytes(), str(source), "exec"))
+
+
+def confine_code(command: Command) -> str:
+    """The path of ``_confine.py``'s compiled code for ``command``'s launchers (``--code``),
+    written in its scratch folder, which nothing else writes before its launcher reads it."""
+    code = command.scratch / ".confine.code"
+    if not code.exists():
+        code.write_bytes(_confine_compiled())
+    return str(code)
 
 
 @functools.cache
@@ -459,6 +487,9 @@ class ContainedSandbox(abc.ABC):
     ) -> tuple[list[str], Wrapping]:
         """The launcher's arguments for ``command``, and the backend's wrapping of it."""
         wrapping = self.wrap(command)
+        steps = dict(wrapping.launcher)
+        if _CONFINING_STEPS & steps.keys():
+            steps["code"] = confine_code(command)
         spec = launch_args(
             wrapping.argv,
             cgroups=cgroups.paths if cgroups else [],
@@ -469,7 +500,7 @@ class ContainedSandbox(abc.ABC):
             if sys.platform == "linux" and not wrapping.dies_with_harness
             else None,
             scratch=str(command.scratch),
-            **wrapping.launcher,
+            **steps,
         )
         return spec, wrapping
 
