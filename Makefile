@@ -54,6 +54,8 @@ unit: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/step_overhead.py
 	$(BIN)/python bench/sandbox_overhead.py
+	$(BIN)/python bench/store_commit.py
+	$(BIN)/python bench/workers.py
 
 # Re-record the demo's cassette after a change to prompts or tool output.
 cassette: $(STAMP)
