@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from io_harness._mcp import McpServer
 from io_harness._net import RunNet
 from io_harness.contract import TaskContract
-from io_harness.errors import ConfigError, RefusedError, ResumeError
+from io_harness.errors import ConfigError, RefusedError, ResumeError, run_already_stored
 from io_harness.policy._approval import ApprovalRequest, Approver, Decision
 from io_harness.policy._gate import Access, Deferred, Gate, Refused, canonical_argv
 from io_harness.policy._policy import Policy
@@ -255,6 +255,4 @@ def check_new_run_id(store: Store, run_id: str) -> None:
         store.load_run(run_id)
     except ResumeError:
         return
-    raise ConfigError(
-        f"a run with id {run_id!r} is already in the store; use resume() to continue it"
-    )
+    raise run_already_stored(run_id)

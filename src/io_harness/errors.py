@@ -8,6 +8,7 @@ is an observation the model reads, never an exception.
 
 from __future__ import annotations
 
+import shlex
 from typing import Literal
 
 __all__ = [
@@ -40,7 +41,17 @@ TRANSIENT_KINDS: frozenset[ProviderErrorKind] = frozenset(
 
 
 class HarnessError(Exception):
-    """The root of every error io-harness raises."""
+    """The root of every error io-harness raises.
+
+    ``shell``, when given, is the message as a person at the ``ioh`` command
+    line needs it: the variable to set, the ``ioh`` command to run with the
+    run's id, instead of a Python argument; ``{store}`` in it marks where the
+    command's ``--store`` goes. The message itself is worded for Python callers.
+    """
+
+    def __init__(self, *args: object, shell: str | None = None) -> None:
+        super().__init__(*args)
+        self.shell = shell
 
 
 class ConfigError(HarnessError):
@@ -134,3 +145,13 @@ class ProviderError(HarnessError):
             f"ProviderError(kind={self.kind!r}, message={self.message!r}, "
             f"status={self.status!r}, retry_after={self.retry_after!r})"
         )
+
+
+def run_already_stored(run_id: str) -> ConfigError:
+    """The error for a new run whose id the store holds already."""
+    said = f"a run with id {run_id!r} is already in the store"
+    return ConfigError(
+        f"{said}; use resume() to continue it",
+        shell=f"{said}; ioh resume {shlex.quote(run_id)}{{store}} continues it, "
+        "or give another --run-id",
+    )

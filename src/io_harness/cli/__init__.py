@@ -463,7 +463,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except HarnessError as exc:
             if args.debug:
                 raise
-            said = for_the_shell(str(exc), hint)
+            said = for_the_shell(exc, hint)
             errors.print(f"[red]error:[/] {escape(said)}", markup=True, soft_wrap=True)
             return EXIT_ERROR
         except KeyboardInterrupt as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from pydantic import ValidationError
 
 from io_harness._validation import loading
@@ -103,8 +105,13 @@ def decision_for(stored: StoredRun, gate: Gate, decision: Decision | None) -> De
     request = stored_model(ApprovalRequest, pending.request_json, "a request", stored.id)
     asks = gate.verdict(Access(request.act, request.target)).effect is Effect.ASK
     if gate.approver is None and asks:
+        waits = (
+            f"run {stored.id!r} awaits a decision on {request.describe()} (request {request.id})"
+        )
+        run = shlex.quote(stored.id)
         raise ConfigError(
-            f"run {stored.id!r} awaits a decision on {request.describe()} (request "
-            f"{request.id}); pass decision= or an approver (ioh approve / ioh deny)"
+            f"{waits}; pass decision= or an approver (ioh approve / ioh deny)",
+            shell=f"{waits}; decide it with ioh approve {run}{{store}} or "
+            f"ioh deny {run}{{store}} --reason TEXT, or resume with --approve ask|deny|approve-all",
         )
     return None

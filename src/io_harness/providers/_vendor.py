@@ -44,13 +44,20 @@ def vendor_settings(
     """Arguments first, then the environment; a missing one is a ConfigError naming its variable."""
     key = api_key or os.environ.get(key_env) or None
     if key is None and key_required:
-        raise ConfigError(f"no API key: pass api_key= or set {key_env}")
+        raise ConfigError(
+            f"no API key: pass api_key= or set {key_env}", shell=f"no API key: set {key_env}"
+        )
     chosen = model or os.environ.get(model_env) or None
     if chosen is None:
-        raise ConfigError(f"no model: pass model= or set {model_env}")
+        raise ConfigError(
+            f"no model: pass model= or set {model_env}",
+            shell=f"no model: name one in the provider spec (KIND:MODEL) or set {model_env}",
+        )
     url = base_url or os.environ.get(url_env) or default_url
     if not url:
-        raise ConfigError(f"no base URL: pass base_url= or set {url_env}")
+        raise ConfigError(
+            f"no base URL: pass base_url= or set {url_env}", shell=f"no base URL: set {url_env}"
+        )
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
         raise ConfigError(f"timeout must be a positive number of seconds, not {timeout!r}")
     url = url.rstrip("/")
@@ -62,9 +69,9 @@ def endpoint_of(base_url: str, url_env: str = "the base URL variable") -> str:
     parts = urlsplit(base_url)
     scheme = parts.scheme.lower()
     if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        wrong = f"base URL {base_url!r} is not an http:// or https:// URL with a host"
         raise ConfigError(
-            f"base URL {base_url!r} is not an http:// or https:// URL with a host "
-            f"(check base_url= or {url_env})"
+            f"{wrong} (check base_url= or {url_env})", shell=f"{wrong} (check {url_env})"
         )
     try:
         port = parts.port or _DEFAULT_PORTS[scheme]

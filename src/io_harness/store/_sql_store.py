@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from io_harness.errors import ConfigError, ResumeError, StorageError
+from io_harness.errors import ResumeError, StorageError, run_already_stored
 from io_harness.messages import Message, Usage
 from io_harness.policy._approval import Decision
 from io_harness.store._approvals_sql import (
@@ -145,9 +145,7 @@ class SqlStore(Store):
                 self._fence(db, place.parent_id)  # a child is its parent's write too
             self._fence(db, run.id, root_id=place.root_id if place else None)
             if db.execute("SELECT 1 FROM runs WHERE id = ?", (run.id,)).fetchone():
-                raise ConfigError(
-                    f"a run with id {run.id!r} is already in the store; use resume() to continue it"
-                )
+                raise run_already_stored(run.id)
             db.execute(
                 "INSERT INTO runs (id, goal, contract, system_prompt, tools, provider, model,"
                 " status, started_at, policy, labels, sandbox, prices, setup,"
