@@ -1049,6 +1049,29 @@ async def test_two_calls_checked_at_once_record_their_acts_under_their_own_ids()
     assert {row.call_id for row in gate.scope.rows} == set()  # nothing left outside the step
 
 
+async def test_an_act_a_task_records_after_its_call_ended_joins_the_next_step() -> None:
+    """A task a call started may outlive it (a sub-agent, an MCP server's own task): what it
+    records later is kept, in the step in progress when it records it."""
+    from io_harness.policy._gate import Access, Gate
+
+    gate = Gate(Policy.permissive())
+    go_on = asyncio.Event()
+
+    async def lingering() -> None:
+        await go_on.wait()
+        gate.check_outright(Access(Act.READ, "late.txt"))
+
+    with gate.stepping(1) as first, gate.calling("call_a"):
+        task = asyncio.ensure_future(lingering())  # it inherits the call's scope
+        gate.check_outright(Access(Act.READ, "early.txt"))
+    with gate.stepping(2) as second:
+        go_on.set()
+        await task
+
+    assert [(r.call_id, r.target) for r in first.rows] == [("call_a", "early.txt")]
+    assert [(r.call_id, r.target) for r in second.rows] == [("call_a", "late.txt")]
+
+
 async def test_a_prompt_that_cannot_be_shown_defers() -> None:
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader went away: every write is a broken pipe

@@ -331,8 +331,10 @@ async def test_the_observer_sees_each_event_with_the_data_the_trace_stores(
         "provider_called",
         "tool_called",
         "step_finished",
-        "tool_started",
+        # The write acts: its step is journaled, which stores the model call before the
+        # tool starts, and the observer is told of it then.
         "provider_called",
+        "tool_started",
         "tool_called",
         "verified",
         "step_finished",

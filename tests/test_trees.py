@@ -33,6 +33,7 @@ from io_harness import (
     Usage,
     WorkspaceFileContains,
 )
+from io_harness._net import current_check
 from io_harness.testing import ScriptedProvider, call, reply
 from io_harness.tools import tool
 
@@ -146,6 +147,51 @@ async def test_children_run_their_tasks_and_report_back_in_spawn_order(work: Pat
     assert store.tree_drawn("root")[0] == sum(n.run.tokens for n in nodes) == 440
     kinds = [e.kind for e in store.trace("root").tree_events]
     assert kinds == ["draw", "spawn", "spawn", "draw"]
+
+
+class Connecting(ScriptedProvider):
+    """A scripted model that connects, as a vendor's would: each call asks the run's check
+    about its endpoint, which records the act in the asking agent's trace."""
+
+    def endpoints(self) -> tuple[str, ...]:
+        return ("model.example:443",)
+
+    async def complete(self, request: CompletionRequest) -> CompletionResponse:
+        check = current_check()
+        assert check is not None
+        assert check("model.example:443", True) is None
+        return await super().complete(request)
+
+
+async def test_every_agent_records_its_own_model_connections(work: Path) -> None:
+    agents = Agents(
+        {
+            "coordinate": [
+                reply("splitting", [spawn("write a", "a.txt"), spawn("write b", "b.txt")], USAGE),
+                reply("finishing", [write("root.txt")], USAGE),
+            ],
+            "write a": child("a.txt"),
+            "write b": child("b.txt"),
+        }
+    )
+    store = Store.memory()
+    harness = Harness(Connecting(agents), store=store, containment=Containment(max_depth=1))
+
+    result = await harness.run(root_contract(work), run_id="root")
+
+    assert result.outcome is RunOutcome.SUCCESS
+
+    def connections(agent: str) -> list[int]:
+        return [
+            p.step
+            for p in store.trace(agent).permissions
+            if (p.act, p.target, p.decision) == ("net", "model.example:443", "allowed")
+        ]
+
+    # The root's endpoint is checked once before its first step, then at each of its two
+    # calls; each child (done in one step: its write passes its check) calls once.
+    assert connections("root") == [1, 1, 2]
+    assert connections("root.1") == connections("root.2") == [1]
 
 
 async def test_spawn_agent_is_offered_only_with_containment(work: Path) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from io_harness._compaction import Compaction
 from io_harness._mcp import McpSessions
+from io_harness._net import RunNet, checking
 from io_harness._roles import Role
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError
@@ -204,9 +205,11 @@ class AgentKit:
             resumed = bool(stored.steps or stored.journal_json or stored.pending)
             tools = self.tools(contract, gate, stored.started_at, node, sweep=resumed)
             engine = self.engine(contract, tools, stored, gate, node, owns_sessions=False)
-            return await engine.drive(
-                resumed=resumed, resumption=Resumption(stored.pending, decision)
-            )
+            # The child's own connections are decided and recorded by its own gate.
+            with checking(RunNet.of(gate, self.provider)):
+                return await engine.drive(
+                    resumed=resumed, resumption=Resumption(stored.pending, decision)
+                )
 
 
 def awaiting(stored: StoredRun) -> RunResult:

@@ -76,11 +76,7 @@ class SpecHarnesses:
         self.store = store
         self.prices = PriceTable.from_toml(suite.prices) if suite.prices is not None else None
         self.approver: Approver = (
-            ApproveAll()
-            if suite.approve == "approve-all"
-            else DenyAll(
-                'nobody answers asks during an eval (approve = "approve-all" in the suite)'
-            )
+            ApproveAll() if suite.approve == "approve-all" else DenyAll(DENIED)
         )
         self._setups = {case.name: _setup(case, sandbox) for case in suite.cases}
         for provider in suite.providers:

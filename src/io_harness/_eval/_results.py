@@ -136,7 +136,9 @@ class ResultRow(BaseModel):
     @classmethod
     def of(cls, case: str | None, provider: str, records: Sequence[RunRecord]) -> ResultRow:
         """The row of ``records`` (runs of ``case``, or of every case, with ``provider``)."""
-        currencies = {r.currency for r in records}
+        # A run that raised has no price table of its own to say, and no steps to count.
+        finished = [r for r in records if r.outcome != RAISED]
+        currencies = {r.currency for r in finished}
         failures: dict[str, int] = {}
         for record in records:
             if record.failure is not None:
@@ -147,7 +149,7 @@ class ResultRow(BaseModel):
             runs=len(records),
             passed=sum(r.passed for r in records),
             first_try=sum(r.first_try for r in records),
-            median_steps=_median(r.steps for r in records),
+            median_steps=_median(r.steps for r in finished),
             tokens=sum(r.tokens for r in records),
             cost_micros=sum(r.cost_micros for r in records),
             # Runs priced in two currencies do not add up; none of them is the row's.

@@ -190,7 +190,11 @@ class Suite(CheckedModel):
             raise ConfigError(f"{path}: {describe_validation(exc)}") from None
 
     def with_providers(self, specs: Sequence[str]) -> Suite:
-        """This suite with one provider per spec instead of its own, each named by its spec."""
+        """This suite with one provider per spec instead of its own, each named by its spec;
+        a spec given twice is a ConfigError."""
+        doubled = sorted({spec for spec in specs if list(specs).count(spec) > 1})
+        if doubled:
+            raise ConfigError(f"--provider {doubled[0]} is given twice; give each provider once")
         providers = [SuiteProvider(name=spec, specs=(spec,)) for spec in specs]
         return self.model_copy(update={"providers": tuple(providers)})
 

@@ -180,7 +180,8 @@ def _agent_view(
         agent=agent,
         spend=run_spend(run.cost_micros, run.unpriced_calls, agent.currency),
         elapsed=_elapsed(run),
-        usage=sum((row.usage for row in trace.steps), Usage()),
+        # The run's totals hold what its steps' rows do not: compaction passes' tokens.
+        usage=stored.usage if stored is not None else sum((r.usage for r in trace.steps), Usage()),
         served=tuple(sorted(served - {run.model})),
         task=task_text(trace),
         contract=json.dumps(contract, indent=2, ensure_ascii=False) if contract else None,

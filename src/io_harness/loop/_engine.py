@@ -252,9 +252,7 @@ class Engine:
                 # cost it. The close events join the trace on their own.
                 await self.mcp.close()
                 self.store.append_mcp_events(self.run_id, record.step, self._mcp_rows())
-            if self.told:  # the model calls this commit holds, before what followed them
-                told, self.told = self.told, []
-                await self._emit(told)
+            await self._tell_committed()  # the model calls first, then what followed them
             await self._emit([e for e in events if not isinstance(e, LIVE_EVENTS)])
             if outcome is not None:
                 return RunResult(
@@ -380,7 +378,14 @@ class Engine:
         )
         if self._acts(progress):
             self._journal(record, progress)
+            await self._tell_committed()  # its attempts are stored now
         return await self._act(record, events, progress)
+
+    async def _tell_committed(self) -> None:
+        """Tell the observer the model calls a commit just stored."""
+        if self.told:
+            told, self.told = self.told, []
+            await self._emit(told)
 
     def _acts(self, progress: StepProgress) -> bool:
         """Whether the answer's calls act (spawn, write, run): then the step is journaled."""

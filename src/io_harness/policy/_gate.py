@@ -78,6 +78,9 @@ class GateScope:
     settled: dict[tuple[str, Act, str], Settled] = field(default_factory=dict)
     """What decided each act of the step, by call id, act and target: one mapping that the
     step's scope and its calls' scopes share."""
+    closed: bool = False
+    """The block has ended: what a task it started records later goes to the gate's rows
+    outside any step, which the next step takes (nothing is dropped)."""
 
     def adopt(self, inner: GateScope) -> None:
         """Take the rows a block inside this one recorded (and what it settled), at its end."""
@@ -144,6 +147,7 @@ class Gate:
                 yield scope
         finally:
             scope.adopt(self._drain_outside())
+            scope.closed = True
 
     @contextlib.contextmanager
     def calling(self, call_id: str) -> Iterator[GateScope]:
@@ -159,7 +163,13 @@ class Gate:
             with self._within(scope):
                 yield scope
         finally:
-            outer.adopt(scope)
+            self._live(outer).adopt(scope)
+            scope.closed = True
+
+    def _live(self, scope: GateScope) -> GateScope:
+        """``scope``, or the rows outside any step once it has ended (a task a call or a
+        step started may go on after it: a sub-agent, an MCP server's own task)."""
+        return self._outside if scope.closed else scope
 
     def _drain_outside(self) -> GateScope:
         drained, self._outside = self._outside, GateScope("", self._outside.step)
@@ -275,7 +285,7 @@ class Gate:
         self, access: Access, verdict: Verdict, decision: str, by: str, reason: str = ""
     ) -> None:
         """Add one trace row to the scope in progress."""
-        self.scope.rows.append(
+        self._live(self.scope).rows.append(
             PermissionRow(
                 call_id=self.call_id,
                 act=access.act.value,
