@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,7 @@ from io_harness import (
 from io_harness.cli import main
 from io_harness.eval import (
     CSV_COLUMNS,
+    ResultRow,
     RunRecord,
     Suite,
     SuiteCase,
@@ -498,6 +500,10 @@ def test_the_contracts_policy_governs_each_run_and_the_suite_answers_its_asks(
         (["--provider", "nonsense:x"], "unknown provider 'nonsense:x'"),
         (["--concurrency", "0"], "--concurrency is how many runs at once: 1 or more, not 0"),
         (["--provider", "replay:missing.jsonl"], "missing.jsonl"),
+        (
+            ["--provider", "replay:good.jsonl", "--provider", "replay:good.jsonl"],
+            "--provider replay:good.jsonl is given twice",
+        ),
     ],
 )
 def test_a_configuration_mistake_is_one_line_and_status_2_before_any_run(
@@ -575,3 +581,22 @@ def test_ctrl_c_stops_the_eval_keeping_its_runs_and_removing_their_copies(
     with Store.open(files.store) as store:
         assert {(run.status, run.steps) for run in store.runs()} == {("running", 0)}
     assert os.path.exists(files.contract)
+
+
+def test_a_run_that_could_not_run_leaves_the_rows_currency_and_steps_alone() -> None:
+    common = {"case": "c", "provider": "p", "first_try": False, "unpriced_calls": 0}
+    ran = RunRecord(
+        **common, repeat=1, run_id="r1", outcome="success", steps=2, tokens=50,
+        cost_micros=1_500_000, currency="USD", seconds=1.0,
+    )  # fmt: skip
+    raised = RunRecord(
+        **common, repeat=2, run_id=None, outcome="error", steps=0, tokens=0,
+        cost_micros=0, currency=None, seconds=0.1, error_kind="refused",
+    )  # fmt: skip
+
+    row = ResultRow.of("c", "p", [ran, raised])
+
+    assert (row.runs, row.passed) == (2, 1)
+    assert row.currency == "USD" and row.cost == Decimal("1.5")
+    assert row.median_steps == 2
+    assert row.failures == {"error: refused": 1}
