@@ -21,6 +21,9 @@ from _postgres import PASSWORD_ROLE, PostgresCluster
 from _stores import eventually
 from io_harness import (
     Budget,
+    CompletionRequest,
+    CompletionResponse,
+    Containment,
     Decision,
     Harness,
     Policy,
@@ -166,6 +169,47 @@ async def test_a_writer_whose_lease_expired_and_was_taken_cannot_write_the_run(
         other.commit_step("r", step)
     assert sql(postgres_url, "SELECT generation FROM leases WHERE run_id = 'r'") == [(4,)]
     assert other.load_run("r").steps == 2
+
+
+async def test_a_writer_that_lost_its_trees_root_cannot_write_a_sub_agent(
+    project: Path, postgres_url: str, opened: list[Store]
+) -> None:
+    """A child's lease alone is not enough: a driver whose tree's root was taken over (it
+    stalled past the root's lease) cannot go on writing the root's children."""
+    store = open_store(opened, postgres_url)
+
+    child_working = asyncio.Event()
+
+    async def answer(request: CompletionRequest) -> CompletionResponse:
+        goal = str(request.messages[0].text).split("\n\n", 1)[0]
+        turn = sum(m.role == "assistant" for m in request.messages)
+        if goal == "write a":
+            child_working.set()
+            await asyncio.Event().wait()  # the tree is stopped while its child works
+        verify = {"kind": "workspace_file_contains", "file": "a.txt", "needle": "done"}
+        turns = [
+            reply("splitting", [call("spawn_agent", goal="write a", verify=verify)]),
+            reply("finishing", [call("write_file", path="root.txt", content="done\n")]),
+        ]
+        return turns[turn]
+
+    harness = Harness(ScriptedProvider(answer), store=store, containment=Containment(max_depth=1))
+    task = TaskContract.workspace("coordinate", project, WorkspaceFileContains("root.txt", "done"))
+    running = asyncio.ensure_future(harness.run(task, run_id="root"))
+    await child_working.wait()
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    late = open_store(opened, postgres_url, lease_seconds=0.5, heartbeat_seconds=3600)
+    other = open_store(opened, postgres_url)
+    step = next_step(other, "root.1")
+
+    with late.lease("root"):
+        assert eventually(lambda: not other.driven("root"))  # the root's lease ran out
+        refused = pytest.raises(StorageError, match="lost its lease on run 'root', the root")
+        with late.lease("root.1"), other.lease("root"), refused:  # another writer took it
+            late.commit_step("root.1", step)
+    assert other.load_run("root.1").steps == 0
 
 
 async def test_a_writer_that_lost_its_lease_cannot_decide_or_perform_the_runs_deferred_act(

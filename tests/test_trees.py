@@ -27,6 +27,7 @@ from io_harness import (
     Policy,
     Price,
     PriceTable,
+    ResumeError,
     RunOutcome,
     Store,
     TaskContract,
@@ -192,6 +193,34 @@ async def test_every_agent_records_its_own_model_connections(work: Path) -> None
     # calls; each child (done in one step: its write passes its check) calls once.
     assert connections("root") == [1, 1, 2]
     assert connections("root.1") == connections("root.2") == [1]
+
+
+async def test_a_child_another_writer_drives_stops_the_tree_rather_than_failing(
+    work: Path, tmp_path: Path
+) -> None:
+    """A child whose lease another writer holds (a driver the tree was taken from, still
+    alive) is not a failed child: the tree stops, to be resumed whole later."""
+    agents = Agents(
+        {
+            "coordinate": [
+                reply("splitting", [spawn("write a", "a.txt")], USAGE),
+                reply("finishing", [write("root.txt")], USAGE),
+            ],
+            "write a": child("a.txt"),
+        }
+    )
+    path = tmp_path / "runs.db"
+    with Store.open(path) as store, Store.open(path) as elsewhere:
+        harness = Harness(agents.provider(), store=store, containment=Containment(max_depth=1))
+        with elsewhere.lease("root.1"), pytest.raises(ResumeError, match=r"root\.1"):
+            await harness.run(root_contract(work), run_id="root")
+        told = [call.result for call in store.trace("root").tool_calls]
+        assert not any("failed" in text for text in told), told
+
+        result = await harness.resume("root")  # the other writer has let go
+
+    assert result.outcome is RunOutcome.SUCCESS
+    assert (work / "a.txt").read_text() == "done\n"
 
 
 async def test_spawn_agent_is_offered_only_with_containment(work: Path) -> None:

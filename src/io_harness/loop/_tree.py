@@ -33,7 +33,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from io_harness._validation import CheckedModel, describe_validation, loading
 from io_harness.contract import Budget, TaskContract
-from io_harness.errors import HarnessError
+from io_harness.errors import HarnessError, ResumeError, StorageError
 from io_harness.loop._isolate import BroughtBack, Snapshot, bring_back, isolate
 from io_harness.loop._outcome import RunOutcome, RunResult
 from io_harness.loop._progress import DoneCall
@@ -495,7 +495,14 @@ class AgentNode:
     def _report(
         self, spawned: _Spawned, result: RunResult | BaseException
     ) -> tuple[str, bool, tuple[str, ...]]:
-        """The observation for one child: what it did, the files it wrote, its feedback."""
+        """The observation for one child: what it did, the files it wrote, its feedback.
+
+        A child another writer drives (its lease is not ours), or a store that failed,
+        is not the child's failure: it stops this agent too, so the tree is resumed
+        later, whole, rather than told a live child failed.
+        """
+        if isinstance(result, ResumeError | StorageError):
+            raise result
         if not isinstance(result, RunResult):
             return f"sub-agent {spawned.run_id} failed: {_describe(result)}", True, ()
         store = self.tree.store

@@ -169,9 +169,29 @@ class PostgresLeases:
             ).fetchone()
             found = row[0] if row is not None else None
         root = root_id if root_id is not None else found
+        if root is not None and root != run_id:
+            self._fence_root(db, root, run_id)
         if root is not None:
             # One tree's events are numbered one transaction at a time.
             db.execute("SELECT 1 FROM runs WHERE id = ? FOR UPDATE", (root,))
+
+    def _fence_root(self, db: SqlConnection, root: str, run_id: str) -> None:
+        """A sub-agent is written under its tree's root's lease too, when this object holds
+        it: a driver whose root was taken over cannot go on writing the root's children."""
+        with self._lock:
+            generation = self._held.get(root)
+        if not generation:
+            return
+        alive = db.execute(
+            "SELECT 1 FROM leases WHERE run_id = ? AND holder = ? AND generation = ?"
+            " AND expires_at > clock_timestamp() FOR UPDATE",
+            (root, self.holder, generation),
+        ).fetchone()
+        if alive is None:
+            raise StorageError(
+                f"this writer lost its lease on run {root!r}, the root of {run_id!r}'s tree "
+                "(it expired, and another writer may have taken the tree): nothing was written"
+            )
 
     # -- heartbeat ---------------------------------------------------------------
 
