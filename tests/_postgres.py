@@ -102,7 +102,8 @@ class PostgresCluster:
     def __init__(self, binaries: Path, *, fast: bool = True) -> None:
         self.binaries = binaries
         self.user = _service_user()
-        self.folder = Path(tempfile.mkdtemp(prefix="ioh-pg-"))
+        self._sweep_dead()
+        self.folder = Path(tempfile.mkdtemp(prefix=f"ioh-pg-{os.getpid()}-"))
         self.data = self.folder / "data"
         self.sockets = self.folder / "sockets"
         self.log = self.folder / "server.log"
@@ -122,6 +123,22 @@ class PostgresCluster:
         asking = f"host all {PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\n"
         hba.write_text(asking + hba.read_text())  # the first line that matches decides
         self.start()
+
+    def _sweep_dead(self) -> None:
+        """Stop and remove the clusters of test processes that died without stopping them
+        (a SIGKILLed pytest): each folder is named by its process's pid."""
+        for folder in Path(tempfile.gettempdir()).glob("ioh-pg-*-*"):
+            pid = folder.name.split("-")[2]
+            if not pid.isdigit() or _alive(int(pid)):
+                continue
+            if (folder / "data" / "postmaster.pid").exists():
+                stop = [str(self.binaries / "pg_ctl"), "-D", str(folder / "data"), "-w"]
+                stop += ["-m", "immediate", "stop"]
+                if self.user is not None:
+                    stop = ["runuser", "-u", self.user, "--", *stop]
+                with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                    subprocess.run(stop, capture_output=True, check=False, timeout=60)
+            shutil.rmtree(folder, ignore_errors=True)
 
     def _run(self, program: str, *args: str) -> subprocess.CompletedProcess[str]:
         command = [str(self.binaries / program), *args]
@@ -204,3 +221,13 @@ def postgres_url(postgres_cluster: PostgresCluster) -> Iterator[str]:
     url = postgres_cluster.create_database()
     yield url
     postgres_cluster.drop_database(url)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -212,6 +212,28 @@ async def test_a_writer_that_lost_its_trees_root_cannot_write_a_sub_agent(
     assert other.load_run("root.1").steps == 0
 
 
+async def test_a_writer_stalled_inside_a_transaction_does_not_hold_up_a_taker_for_long(
+    project: Path, postgres_url: str, opened: list[Store]
+) -> None:
+    """A writer stopped mid-commit holds the lease row's lock; a taker gives up after about a
+    lease's time with a StorageError (a worker tries again later) instead of hanging."""
+    store = open_store(opened, postgres_url, lease_seconds=1.0)
+    await stopped_at_step(project, store, steps=1)
+    with store.lease("r"):
+        pass  # the lease row exists now, released
+    with psycopg.connect(postgres_url) as stalled:  # a transaction left open, as if stopped
+        stalled.execute("SELECT * FROM leases WHERE run_id = 'r' FOR UPDATE")
+        taker = open_store(opened, postgres_url, lease_seconds=1.0)
+        with (
+            pytest.raises(StorageError, match="cannot take the lease on run 'r'"),
+            taker.lease("r"),
+        ):
+            pass
+        stalled.rollback()
+    with taker.lease("r"):  # once the stalled writer is gone, the run is taken at once
+        assert taker.driven("r")
+
+
 async def test_a_writer_that_lost_its_lease_cannot_decide_or_perform_the_runs_deferred_act(
     project: Path, postgres_url: str, opened: list[Store]
 ) -> None:

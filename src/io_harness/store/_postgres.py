@@ -74,9 +74,18 @@ class PostgresStore(SqlStore):
         self.location = _shown(url)
         self.durability = durability
         self._migrate(url)
+        self._wait_ms = max(int(lease_seconds * 1000), 1000)
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             url,
-            kwargs={"autocommit": True, "application_name": "io-harness"},
+            kwargs={
+                "autocommit": True,
+                "application_name": "io-harness",
+                # A server that went silent (a partition) is noticed within about a lease.
+                "keepalives": 1,
+                "keepalives_idle": max(int(lease_seconds / 3), 1),
+                "keepalives_interval": max(int(lease_seconds / 9), 1),
+                "keepalives_count": 3,
+            },
             min_size=1,
             max_size=max(connections, 2),
             open=False,
@@ -90,6 +99,11 @@ class PostgresStore(SqlStore):
         self._leases = PostgresLeases(self._pool, seconds=lease_seconds, heartbeat=heartbeat)
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        # A writer stopped or cut off inside a transaction holds its locks: the server
+        # ends such a session after a lease's time, and nobody waits on a lock longer.
+        # A wait that ends so is a StorageError; a worker tries the run again later.
+        conn.execute(f"SET lock_timeout = {self._wait_ms}")
+        conn.execute(f"SET idle_in_transaction_session_timeout = {self._wait_ms}")
         if self.durability == "normal":
             conn.execute("SET synchronous_commit = off")
 
