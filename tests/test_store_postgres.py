@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import socket
 import subprocess
@@ -18,11 +19,12 @@ import psycopg
 import pytest
 
 from _postgres import PASSWORD_ROLE, PostgresCluster
-from _stores import eventually
+from _stores import StoreFactory, eventually
 from io_harness import (
     Budget,
     CompletionRequest,
     CompletionResponse,
+    ConfigError,
     Containment,
     Decision,
     Harness,
@@ -508,3 +510,44 @@ def test_importing_io_harness_does_not_load_psycopg() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
     )
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://someone:sekret@127.0.0.1:1/runs",
+        "postgresql://someone@127.0.0.1:1/runs?password=sekret",
+    ],
+)
+def test_ioh_never_prints_a_database_password(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["runs", "--store", url]) == 2
+    assert main(["resume", "r", "--store", url]) == 2
+    out, err = capsys.readouterr()
+    assert "sekret" not in out + err
+    assert "someone@127.0.0.1:1/runs" in err
+
+
+async def test_a_label_holding_a_nul_is_refused(project: Path, store_factory: StoreFactory) -> None:
+    with pytest.raises(ConfigError, match="NUL"):
+        await run(
+            contract(project),
+            ScriptedProvider([LISTING]),
+            store=store_factory(),
+            labels={"team": "a\x00b"},
+        )
+
+
+def test_a_postgresql_store_without_psycopg_names_the_extra_to_install(tmp_path: Path) -> None:
+    """Where psycopg is not installed, a postgresql:// store is one line saying what to do."""
+    blocker = tmp_path / "psycopg.py"
+    blocker.write_text("raise ImportError('no psycopg here', name='psycopg')\n")
+    done = subprocess.run(
+        [Path(sys.executable).parent / "ioh", "runs", "--store", "postgresql://x@127.0.0.1/y"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "pip install 'io-harness[postgres]'" in done.stderr
+    assert "internal error" not in done.stderr

@@ -123,6 +123,9 @@ def checked_labels(labels: Mapping[str, str] | None) -> dict[str, str]:
         isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
     ):
         raise ConfigError("labels must map strings to strings")
+    if any("\x00" in text for pair in labels.items() for text in pair):
+        # No text column of PostgreSQL's can hold one, and one would break every filter.
+        raise ConfigError("a label's key or value holds a NUL character")
     return dict(labels)
 
 

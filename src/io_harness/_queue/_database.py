@@ -12,8 +12,8 @@ import contextlib
 import importlib.util
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit, urlunsplit
 
+from io_harness._urls import without_password
 from io_harness.errors import ConfigError, StorageError
 from io_harness.store import Store
 from io_harness.store._base import POSTGRES_SCHEMES
@@ -30,7 +30,6 @@ __all__ = [
     "ensure_installed",
     "put",
     "queue_url",
-    "redacted",
 ]
 
 ENTRYPOINT = "io_harness.drive"
@@ -66,17 +65,6 @@ def queue_url(store: Store) -> str:
     )
 
 
-def redacted(url: str) -> str:
-    """``url`` without its password, to be said in a message."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    user = f"{parts.username}:***@" if parts.username else ""
-    port = f":{parts.port}" if parts.port is not None else ""
-    return urlunsplit(parts._replace(netloc=f"{user}{host}{port}"))
-
-
 @contextlib.asynccontextmanager
 async def connected(url: str) -> AsyncIterator[psycopg.AsyncConnection]:
     """An autocommit connection to the queue's database (pgqueuer needs autocommit).
@@ -92,7 +80,7 @@ async def connected(url: str) -> AsyncIterator[psycopg.AsyncConnection]:
         )
     except psycopg.Error as exc:
         raise StorageError(
-            f"cannot reach the queue's database {redacted(url)}: {_said(exc)}"
+            f"cannot reach the queue's database {without_password(url)}: {_said(exc)}"
         ) from None
     try:
         yield connection
@@ -162,6 +150,6 @@ async def put(url: str, run_ids: Sequence[str]) -> None:
                 _INSTALLED.discard(url)  # dropped since this process looked: install again
             except psycopg.Error as exc:
                 raise StorageError(
-                    f"cannot queue run {run_ids[0]!r} in {redacted(url)}: {_said(exc)}"
+                    f"cannot queue run {run_ids[0]!r} in {without_password(url)}: {_said(exc)}"
                 ) from None
         raise StorageError(f"cannot queue run {run_ids[0]!r}: the queue's tables keep vanishing")

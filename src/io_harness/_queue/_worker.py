@@ -24,10 +24,10 @@ from io_harness._queue._database import (
     connected,
     ensure_installed,
     queue_url,
-    redacted,
 )
 from io_harness._queue._driver import ListeningApart
 from io_harness._queue._drives import Drive, WorkReport
+from io_harness._urls import without_password
 from io_harness.errors import ConfigError, HarnessError, ResumeError, StorageError
 from io_harness.loop import RunResult
 from io_harness.store import Store
@@ -159,7 +159,7 @@ class Worker:
                 serving.result()
             except psycopg.Error as exc:
                 raise StorageError(
-                    f"lost the queue's database {redacted(self.url)}: {str(exc).strip()}"
+                    f"lost the queue's database {without_password(self.url)}: {str(exc).strip()}"
                 ) from None
 
     def _manager(self, queries: Queries) -> QueueManager:

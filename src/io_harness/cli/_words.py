@@ -12,6 +12,7 @@ import shlex
 import signal
 from pathlib import Path
 
+from io_harness._urls import without_password
 from io_harness.cli import DEFAULT_STORE
 from io_harness.errors import HarnessError
 
@@ -86,5 +87,8 @@ def for_the_shell(error: HarnessError, hint: str = "") -> str:
 
 
 def store_hint(store: Path | str | None) -> str:
-    """`` --store LOCATION`` for a command suggested about a store other than the default."""
-    return "" if store is None or store == DEFAULT_STORE else f" --store {store}"
+    """`` --store LOCATION`` for a command suggested about a store other than the default;
+    a database URL's password is left out (it is never printed)."""
+    if store is None or store == DEFAULT_STORE:
+        return ""
+    return f" --store {without_password(store) if isinstance(store, str) else store}"

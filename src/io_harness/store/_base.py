@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from io_harness.errors import StorageError
+from io_harness.errors import ConfigError, StorageError
 from io_harness.policy._approval import Decision
 from io_harness.store._memory import (
     DEFAULT_MEMORY_LIMITS,
@@ -67,7 +67,13 @@ class Store(abc.ABC):
         an ``flock`` the kernel drops when its holder dies, so it needs neither.
         """
         if isinstance(location, str) and location.startswith(POSTGRES_SCHEMES):
-            from io_harness.store._postgres import PostgresStore
+            try:
+                from io_harness.store._postgres import PostgresStore
+            except ImportError as exc:  # psycopg or its pool is not installed
+                raise ConfigError(
+                    f"a PostgreSQL store needs the postgres extra ({exc.name} is not "
+                    "installed): pip install 'io-harness[postgres]'"
+                ) from None
 
             return PostgresStore(
                 location,

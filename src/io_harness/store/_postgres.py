@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import re
 import select
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
@@ -20,6 +19,7 @@ from typing import Any, Literal
 import psycopg
 from psycopg_pool import ConnectionPool
 
+from io_harness._urls import without_password
 from io_harness.errors import StorageError
 from io_harness.store._pg_lease import LEASES_TABLE, PostgresLeases
 from io_harness.store._schema import SCHEMA_VERSION, newer_format, postgres_migration
@@ -71,7 +71,7 @@ class PostgresStore(SqlStore):
             raise StorageError("a lease's seconds and its heartbeat's must be more than 0")
         heartbeat = heartbeat_seconds if heartbeat_seconds is not None else lease_seconds / 3
         self.url = url
-        self.location = _shown(url)
+        self.location = without_password(url)
         self.durability = durability
         self._migrate(url)
         self._wait_ms = max(int(lease_seconds * 1000), 1000)
@@ -276,11 +276,6 @@ def _storable(parameters: Sequence[Any]) -> Sequence[Any]:
             for value in parameters
         ]
     return parameters
-
-
-def _shown(url: str) -> str:
-    """The URL as messages show it: without its password."""
-    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
 
 
 def _one_line(exc: BaseException) -> str:
