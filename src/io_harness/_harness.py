@@ -10,6 +10,7 @@ caller's tools, skills and memory. The module-level :func:`run` and
 from __future__ import annotations
 
 import copy
+import shlex
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
@@ -516,7 +517,7 @@ class Harness:
         approve``). Its wall-time budget counts from its first drive, not from
         now: its time in the queue is not its own.
         """
-        from io_harness._queue import ENTRYPOINT, QUEUE_LABEL, WAITING_LABEL, put, queue_url
+        from io_harness._queue import ENTRYPOINT, QUEUE_LABEL, put, queue_url
 
         url = queue_url(self.store)
         if run_id is None:
@@ -526,9 +527,10 @@ class Harness:
         try:
             await put(url, [run_id])
         except StorageError as exc:
+            unqueued = f"run {run_id!r} is stored but could not be queued ({exc})"
             raise StorageError(
-                f"run {run_id!r} is stored but could not be queued ({exc}); "
-                "queue it with requeue() once the database answers"
+                f"{unqueued}; queue it with requeue() once the database answers",
+                shell=f"{unqueued}; ioh resume {shlex.quote(run_id)}{{store}} drives it here",
             ) from None
         return run_id
 
