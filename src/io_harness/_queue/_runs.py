@@ -7,19 +7,13 @@ from io_harness.errors import ConfigError
 from io_harness.policy._approval import Decision
 from io_harness.store import RunSummary, Store
 
-__all__ = ["decide_awaited", "is_queued", "requeue_run", "summary_of", "tree_root"]
-
-
-def tree_root(store: Store, run_id: str) -> str:
-    """The run a queue drives for ``run_id``: its tree's root, or itself."""
-    place = store.load_run(run_id).tree
-    return place.root_id if place is not None else run_id
+__all__ = ["decide_awaited", "is_queued", "requeue_run", "summary_of"]
 
 
 def is_queued(store: Store, run_id: str) -> bool:
     """Whether ``run_id`` (or its tree's root) was stored by ``enqueue``: its drives are
     the queue's, so a decision on it queues it again rather than resuming it here."""
-    return QUEUE_LABEL in store.load_run(tree_root(store, run_id)).labels
+    return QUEUE_LABEL in store.load_run(store.root_of(run_id)).labels
 
 
 def decide_awaited(store: Store, root_id: str, decision: Decision) -> None:
@@ -46,7 +40,7 @@ async def requeue_run(store: Store, run_id: str, decision: Decision | None = Non
     :class:`ConfigError`, said before any decision is stored.
     """
     url = queue_url(store)
-    root = tree_root(store, run_id)
+    root = store.root_of(run_id)
     if decision is not None:
         decide_awaited(store, root, decision)
     await put(url, [root])

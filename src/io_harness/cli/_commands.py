@@ -189,7 +189,7 @@ def cmd_resume(args: argparse.Namespace, console: Console) -> int:
     policy = Policy.from_toml(args.policy) if args.policy is not None else None
     given = provider_from_specs(args.provider) if args.provider else None
     with _existing_store(args.store) as store:
-        args.run_id = tree_root(store, args.run_id)
+        args.run_id = store.root_of(args.run_id)
         provider = given or stored_provider(args, store)
         if provider is None:
             raise ConfigError(
@@ -245,26 +245,16 @@ def cmd_pending(args: argparse.Namespace, console: Console) -> int:
         return 0
     with Store.open(args.store) as store:
         rows = store.approvals()
-        roots = {row.run_id: tree_root(store, row.run_id) for row in rows}
+        roots = {row.run_id: store.root_of(row.run_id) for row in rows}
     sub_agents = {k: v for k, v in roots.items() if k != v}
     say(console, render_pending(rows, sub_agents, _store_hint(args)))
     return 0
 
 
-def tree_root(store: Store, run_id: str) -> str:
-    """The run a resume of ``run_id`` starts from: its tree's root, or itself.
-
-    The root holds what a resume needs (the provider specs ``ioh`` stored, the
-    MCP servers), which a sub-agent does not, and a tree resumes from it.
-    """
-    place = store.load_run(run_id).tree
-    return place.root_id if place is not None else run_id
-
-
 def cmd_decide(args: argparse.Namespace, console: Console) -> int:
     """``ioh approve`` / ``ioh deny``: of any agent of a tree, decided and resumed from its root."""
     with _existing_store(args.store) as store:
-        args.run_id = tree_root(store, args.run_id)
+        args.run_id = store.root_of(args.run_id)
         # A queued run is driven by the workers: the decision queues it again.
         queued = not args.no_resume and is_queued(store, args.run_id)
         # What the resume needs is built first, so a bad spec or a missing key is

@@ -2,7 +2,7 @@
 
 Every agent of a tree is a run in the store; ``ioh tree`` draws them all,
 whichever agent it is given, and says what the tree awaits. (``ioh approve``,
-``deny`` and ``resume`` of any agent go on from the root: ``_commands.tree_root``.)
+``deny`` and ``resume`` of any agent go on from the root: ``Store.root_of``.)
 """
 
 from __future__ import annotations

@@ -204,6 +204,13 @@ class Store(abc.ABC):
         bad bytes as U+FFFD so the rest can be shown.
         """
 
+    def root_of(self, run_id: str) -> str:
+        """The run a resume of ``run_id`` starts from: its sub-agent tree's root, or itself
+        (a tree resumes from its root, which holds what a resume needs); an unknown id is
+        a ResumeError."""
+        place = self.load_run(run_id).tree
+        return place.root_id if place is not None else run_id
+
     @abc.abstractmethod
     def child_run(self, parent_id: str, spawn_call: str) -> str | None:
         """The run ``parent_id``'s spawn_agent call ``spawn_call`` created, if it did."""
