@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from io_harness._scratch import _alive
+
 __all__ = [
     "PASSWORD_ROLE",
     "PostgresCluster",
@@ -221,13 +223,3 @@ def postgres_url(postgres_cluster: PostgresCluster) -> Iterator[str]:
     url = postgres_cluster.create_database()
     yield url
     postgres_cluster.drop_database(url)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

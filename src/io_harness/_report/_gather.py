@@ -17,9 +17,6 @@ from io_harness.store._records import StoredRun
 
 __all__ = ["Agent", "Gathered", "gather"]
 
-INTERRUPTED = "interrupted"
-"""What a ``running`` run shows when no process drives it (as ``ioh runs`` says)."""
-
 
 @dataclass(frozen=True, slots=True)
 class Agent:
@@ -114,24 +111,12 @@ def _agent(
 ) -> Agent:
     return Agent(
         trace=trace,
-        status=_status(store, trace, stored),
+        status=store.status_now(trace.run),
         currency=_currency(stored),
         stored=stored,
         damaged=damaged,
         node=node,
     )
-
-
-def _status(store: Store, trace: Trace, stored: StoredRun | None) -> str:
-    """``running`` unless nobody drives it: then ``awaiting`` when its tree waits for a
-    decision, else ``interrupted``."""
-    run = trace.run
-    if run.status != "running" or store.driven(run.id):
-        return run.status
-    place = stored.tree if stored is not None else None
-    if place is not None and any(store.approvals(n.run.id) for n in store.tree(place.root_id)):
-        return "awaiting"
-    return INTERRUPTED
 
 
 def _currency(stored: StoredRun | None) -> str | None:

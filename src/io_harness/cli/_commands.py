@@ -372,18 +372,14 @@ def _matching(
 
 
 INTERRUPTED = "interrupted"
-"""What a ``running`` run shows when no process holds its lease: its process died."""
+"""What a ``running`` run shows when no process holds its lease (``Store.status_now``)."""
 
 
 def _as_driven(store: Store, run: RunSummary) -> RunSummary:
     """``run`` as ``ioh`` shows it: ``interrupted`` when it is running and nobody drives it,
     ``awaiting`` when it is an agent of a tree paused for a sub-agent's decision."""
-    if run.status != "running" or store.driven(run.id):
-        return run
-    place = store.load_run(run.id).tree
-    if place is not None and any(store.approvals(n.run.id) for n in store.tree(place.root_id)):
-        return run.model_copy(update={"status": "awaiting"})
-    return run.model_copy(update={"status": INTERRUPTED})
+    status = store.status_now(run)
+    return run if status == run.status else run.model_copy(update={"status": status})
 
 
 def cmd_show(args: argparse.Namespace, console: Console) -> int:

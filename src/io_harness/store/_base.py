@@ -204,6 +204,17 @@ class Store(abc.ABC):
         bad bytes as U+FFFD so the rest can be shown.
         """
 
+    def status_now(self, run: RunSummary) -> str:
+        """``run``'s status as a person should read it: a stored ``running`` run that no
+        writer drives is ``interrupted`` (its process died; ``resume`` continues it), or
+        ``awaiting`` when it is an agent of a tree paused for a sub-agent's decision."""
+        if run.status != "running" or self.driven(run.id):
+            return run.status
+        place = self.load_run(run.id).tree
+        if place is not None and any(self.approvals(n.run.id) for n in self.tree(place.root_id)):
+            return "awaiting"
+        return "interrupted"
+
     def root_of(self, run_id: str) -> str:
         """The run a resume of ``run_id`` starts from: its sub-agent tree's root, or itself
         (a tree resumes from its root, which holds what a resume needs); an unknown id is
