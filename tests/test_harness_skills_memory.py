@@ -115,6 +115,9 @@ async def test_read_skill_is_refused_by_a_deny_read_on_the_skills_folder(
 
     assert result.outcome is RunOutcome.SUCCESS
     assert "refused by the policy" in observations(provider, 1)[0]
+    system = provider.requests[0].system
+    assert "- triage: (not shown: the run's policy does not let" in system
+    assert "How we write release notes" not in system and "Label each issue" not in system
     (refusal,) = [p for p in store.trace(result.run_id).permissions if p.act == "read"]
     assert refusal.target == str(skills / "triage.md")
     assert refusal.layer == "no-skills"

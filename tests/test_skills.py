@@ -412,11 +412,27 @@ def test_a_skill_file_over_the_read_ceiling_is_a_config_error(tmp_path: Path) ->
         discover_skills([tmp_path / "s"])
 
 
-def test_a_dangling_symlink_named_as_a_skill_is_a_config_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("target", ["missing.md", "real.md", "folder"])
+def test_a_symlink_in_a_skills_directory_is_a_config_error_and_never_followed(
+    tmp_path: Path, target: str
+) -> None:
+    (tmp_path / "real.md").write_text("---\ndescription: hunter2\n---\n")
+    (tmp_path / "folder").mkdir()
+    write(tmp_path / "folder" / "SKILL.md", "---\ndescription: hunter2\n---\n")
     (tmp_path / "s").mkdir()
-    (tmp_path / "s" / "gone.md").symlink_to(tmp_path / "missing.md")
+    (tmp_path / "s" / "alias.md").symlink_to(tmp_path / target)
 
-    with pytest.raises(ConfigError, match="does not exist"):
+    with pytest.raises(ConfigError, match="is a symlink") as raised:
+        discover_skills([tmp_path / "s"])
+    assert "hunter2" not in str(raised.value)
+
+
+def test_a_skill_folder_whose_skill_file_is_a_symlink_is_a_config_error(tmp_path: Path) -> None:
+    write(tmp_path / "secret.md", "---\ndescription: hunter2\n---\n")
+    (tmp_path / "s" / "x").mkdir(parents=True)
+    (tmp_path / "s" / "x" / "SKILL.md").symlink_to(tmp_path / "secret.md")
+
+    with pytest.raises(ConfigError, match="is a symlink"):
         discover_skills([tmp_path / "s"])
 
 
@@ -549,13 +565,15 @@ async def test_a_symlink_out_of_the_skills_folder_is_refused_and_nothing_is_read
     assert "leak" not in listed.content
 
 
-async def test_a_symlink_within_the_skills_folder_is_followed(skills: Path, project: Path) -> None:
-    (skills / "pdf" / "api.md").symlink_to(skills / "pdf" / "references" / "api.md")
+async def test_a_symlink_within_the_skills_folder_is_not_followed_and_names_its_target(
+    skills: Path, project: Path
+) -> None:
+    (skills / "pdf" / "api.md").symlink_to("references/api.md")
 
     done = await read_skill(box_for(skills, project), name="pdf-tools", file="api.md")
 
-    assert not done.is_error
-    assert str(skills / "pdf" / "references" / "api.md") in done.content
+    assert done.is_error
+    assert "use the path 'pdf/references/api.md' instead" in done.content
 
 
 async def test_a_missing_shipped_file_or_a_folder_is_an_error_listing_the_files(
@@ -628,18 +646,16 @@ async def test_a_skill_under_the_workspace_is_checked_by_its_relative_path(
     assert "read skills/local.md: deny" in refused.content
 
 
-async def test_the_policy_check_sees_where_a_symlinked_skill_really_is(
+async def test_the_policy_check_sees_where_a_skill_outside_the_workspace_is(
     tmp_path: Path, project: Path, outside: Path
 ) -> None:
-    write(outside / "real.md", "Really outside.\n")
-    (tmp_path / "s").mkdir()
-    (tmp_path / "s" / "alias.md").symlink_to(outside / "real.md")
+    write(outside / "s" / "alias.md", "Really outside.\n")
     policy = Policy.permissive().layer("app").deny_read(f"{outside}/*")
 
-    done = await read_skill(box_for(tmp_path / "s", project), gate(policy), name="alias")
+    done = await read_skill(box_for(outside / "s", project), gate(policy), name="alias")
 
     assert done.is_error
-    assert f"read {outside / 'real.md'}: deny" in done.content
+    assert f"read {outside / 's' / 'alias.md'}: deny" in done.content
 
 
 async def test_read_skill_without_a_gate_reads_the_same(skills: Path, project: Path) -> None:

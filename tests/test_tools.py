@@ -841,17 +841,22 @@ async def test_walks_never_follow_a_symlink_out_of_the_root(project: Path, outsi
     assert found.content == "no files match '*secret*'"
 
 
-async def test_a_symlink_to_a_file_inside_the_root_is_followed_and_kept(project: Path) -> None:
+async def test_a_symlink_inside_the_root_is_not_followed_and_its_target_is_named(
+    project: Path,
+) -> None:
     (project / "alias.txt").symlink_to("data/notes.txt")
+    (project / "alias").symlink_to("pkg", target_is_directory=True)
     box = toolbox_for(project)
 
     read = await use(box, "read_file", path="alias.txt")
     written = await use(box, "write_file", path="alias.txt", content="through the link\n")
+    through = await use(box, "read_file", path="alias/calc.py")
 
-    assert read.content.startswith("     1\talpha\n")
-    assert not written.is_error
+    assert read.is_error and "use the path 'data/notes.txt' instead" in read.content
+    assert written.is_error and "alias.txt is a symlink to 'data/notes.txt'" in written.content
+    assert through.is_error and "use the path 'pkg' instead" in through.content
     assert (project / "alias.txt").is_symlink()
-    assert (project / "data" / "notes.txt").read_text() == "through the link\n"
+    assert (project / "data" / "notes.txt").read_text() == "alpha\nbeta\ngamma\n"
 
 
 @pytest.mark.parametrize(
@@ -863,22 +868,23 @@ async def test_a_symlink_to_a_file_inside_the_root_is_followed_and_kept(project:
         ("\\etc\\passwd", "is absolute"),
         ("", "empty"),
         ("data/notes.txt\x00", "NUL"),
+        ("bad\ud800.txt", "not a valid file name"),
+        ("memory:notes", "kept for the agent's memory"),
     ],
 )
-def test_resolve_refuses_these_paths_even_when_they_would_land_inside(
+def test_these_paths_are_refused_as_text_even_when_they_would_land_inside(
     project: Path, path: str, refusal: str
 ) -> None:
     with pytest.raises(PathRefused, match=refusal):
-        Workspace(project).resolve(path)
+        Workspace(project).canonical(path)
 
 
-def test_resolve_returns_the_real_location_of_a_path_inside(project: Path) -> None:
-    (project / "alias").symlink_to("pkg", target_is_directory=True)
+def test_a_path_is_named_by_its_normal_spelling(project: Path) -> None:
     workspace = Workspace(project)
 
-    assert workspace.resolve("./data//notes.txt") == project.resolve() / "data" / "notes.txt"
-    assert workspace.resolve("alias/calc.py") == project.resolve() / "pkg" / "calc.py"
-    assert workspace.resolve("not/yet/there.txt") == project.resolve() / "not/yet/there.txt"
+    assert workspace.canonical("./data//notes.txt") == "data/notes.txt"
+    assert workspace.canonical("pkg\\calc.py") == "pkg/calc.py"
+    assert workspace.canonical(".") == "."
 
 
 @pytest.fixture
@@ -908,7 +914,18 @@ PATHS = st.one_of(
 )
 
 
-# The fixture's files are only read: resolve never writes, so sharing them is safe.
+def _files_reached_without_links(root: Path) -> set[tuple[int, int]]:
+    """The (device, inode) of every regular file under ``root`` reached through real folders."""
+    found = set()
+    for dirpath, _dirnames, filenames in os.walk(root, followlinks=False):
+        for name in filenames:
+            info = os.lstat(Path(dirpath) / name)
+            if stat.S_ISREG(info.st_mode):
+                found.add((info.st_dev, info.st_ino))
+    return found
+
+
+# The fixture's files are only read: opening never writes, so sharing them is safe.
 @settings(
     max_examples=400,
     derandomize=True,
@@ -917,28 +934,23 @@ PATHS = st.one_of(
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(path=PATHS)
-def test_resolve_either_refuses_a_path_or_returns_one_inside_the_root(
+def test_a_path_opens_a_file_inside_the_root_reached_without_a_link_or_is_refused(
     linked_root: Path, path: str
 ) -> None:
     workspace = Workspace(linked_root)
     try:
-        real = workspace.resolve(path)
+        with workspace.open(path) as handle:
+            opened = os.fstat(handle.fileno())
     except PathRefused:
         return
-    assert real.is_relative_to(workspace.root)
-    assert real.resolve() == real
+    assert (opened.st_dev, opened.st_ino) in _files_reached_without_links(linked_root)
 
 
-def test_resolve_refuses_a_path_through_a_symlink_loop(project: Path) -> None:
+def test_a_path_through_a_symlink_loop_is_refused(project: Path) -> None:
     (project / "loop").symlink_to("loop")
 
-    with pytest.raises(PathRefused):
-        Workspace(project).resolve("loop/file.txt")
-
-
-def test_resolve_refuses_a_path_that_cannot_be_a_file_name(project: Path) -> None:
-    with pytest.raises(PathRefused):
-        Workspace(project).resolve("bad\ud800.txt")
+    with pytest.raises(PathRefused, match="symlink"):
+        Workspace(project).read_bytes("loop/file.txt")
 
 
 # --- dispatch ----------------------------------------------------------------------------

@@ -48,6 +48,7 @@ from io_harness.loop import (
     SandboxChoice,
     choose_sandbox,
     mcp_sessions,
+    run_skills,
     server_sandbox,
 )
 from io_harness.loop._deferral import Resumption, stored_model
@@ -273,7 +274,7 @@ class Harness:
         check_criterion(contract, gate)
         check_endpoints(provider, net)
         folders = tuple(dict.fromkeys(f for f in (self.skills, contract.skills) if f is not None))
-        skills = discover_skills(folders)
+        skills = run_skills(folders, contract, gate)
         store = self.store
         check_new_run_id(store, run_id)  # before an approver is asked about a server
         chosen = choose_sandbox(self.sandbox)
@@ -459,7 +460,7 @@ class Harness:
             check_endpoints(provider, net)
             setup = RunSetup.stored(stored)
             caller = setup.caller_tools_from(self._tools_now(), run_id)
-            skills = setup.skills_again(run_id)
+            skills = setup.skills_again(run_id, contract, gate)
             servers = setup.mcp_from(self.mcp, run_id)
             chosen = choose_sandbox(self.sandbox, stored.sandbox_json, run_id)
             contained = server_sandbox(contract, gate, chosen)

@@ -19,6 +19,7 @@ from io_harness.loop._setup import (
     build_tools,
     mcp_sessions,
     memory_scope,
+    run_skills,
     server_sandbox,
 )
 
@@ -35,5 +36,6 @@ __all__ = [
     "choose_sandbox",
     "mcp_sessions",
     "memory_scope",
+    "run_skills",
     "server_sandbox",
 ]

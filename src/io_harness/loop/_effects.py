@@ -17,12 +17,12 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from io_harness._confined import MEMORY_PREFIX, PathRefused, Workspace
 from io_harness.loop._progress import Intent
 from io_harness.messages import ToolCall
 from io_harness.policy._rules import Act
 from io_harness.tools import RunTools
 from io_harness.tools._base import ToolOutcome
-from io_harness.tools._names import MEMORY_PREFIX
 
 __all__ = ["FILE_TOOLS", "acts_on_the_world", "intent_for", "taken_effect"]
 
@@ -41,7 +41,7 @@ def acts_on_the_world(tools: RunTools, call: ToolCall) -> bool:
 def intent_for(tools: RunTools, call: ToolCall, root: Path) -> Intent:
     """The intent of ``call``: the files it writes, with what they hold now."""
     files = {
-        access.target: _digest(root / access.target)
+        access.target: _digest(root, access.target)
         for access in tools.acts(call) or ()
         if access.act is Act.WRITE and not access.target.startswith(MEMORY_PREFIX)
     }
@@ -58,7 +58,7 @@ def taken_effect(intent: Intent, call: ToolCall, root: Path) -> ToolOutcome | No
     if call.name in _REPEATABLE:
         return None
     if call.name in FILE_TOOLS:  # no files: its arguments were bad, and will be again
-        changed = tuple(t for t, held in intent.files.items() if _digest(root / t) != held)
+        changed = tuple(t for t, held in intent.files.items() if _digest(root, t) != held)
         if not changed:
             return None
         return ToolOutcome(
@@ -73,10 +73,18 @@ def taken_effect(intent: Intent, call: ToolCall, root: Path) -> ToolOutcome | No
     )
 
 
-def _digest(path: Path) -> str:
-    """The sha256 of a file's bytes; ``""`` when there is no file."""
+def _digest(root: Path, target: str) -> str:
+    """The sha256 of the bytes of the file at the write's ``target``; ``""`` when there is none.
+
+    The file is opened from its folder's descriptor, never through a symlink
+    (an absolute target is a single-file run's file, named where it really is).
+    """
+    path = Path(target)
+    folder, name = (
+        (Workspace(path.parent), path.name) if path.is_absolute() else (Workspace(root), target)
+    )
     try:
-        with path.open("rb") as handle:
+        with folder.open(name) as handle:
             return hashlib.file_digest(handle, "sha256").hexdigest()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+    except (PathRefused, FileNotFoundError, NotADirectoryError):
         return ""

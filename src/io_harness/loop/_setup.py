@@ -24,6 +24,7 @@ from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, ResumeError
 from io_harness.loop._sandboxing import RunSandbox
 from io_harness.policy._gate import Access, Gate
+from io_harness.policy._hosts import join_net_target
 from io_harness.policy._rules import Act, Effect
 from io_harness.sandbox import NetCheck
 from io_harness.store import Store
@@ -32,6 +33,7 @@ from io_harness.tools import (
     ExecTool,
     HarnessTool,
     RunTools,
+    TheFile,
     Workspace,
     single_file_tools,
     workspace_tools,
@@ -41,7 +43,14 @@ from io_harness.tools._memory import ForgetTool, MemoryAuthor, RememberTool
 from io_harness.tools._skills import ReadSkillTool, Skill, discover_skills
 from io_harness.tools._text import remove_partial_writes
 
-__all__ = ["RunSetup", "build_tools", "mcp_sessions", "memory_scope", "server_sandbox"]
+__all__ = [
+    "RunSetup",
+    "build_tools",
+    "mcp_sessions",
+    "memory_scope",
+    "run_skills",
+    "server_sandbox",
+]
 
 
 class RunSetup(BaseModel):
@@ -129,7 +138,7 @@ class RunSetup(BaseModel):
                 )
         return tuple(by_name[name] for name in self.mcp)
 
-    def skills_again(self, run_id: str) -> tuple[Skill, ...]:
+    def skills_again(self, run_id: str, contract: TaskContract, gate: Gate) -> tuple[Skill, ...]:
         """The run's skills, read again from its folders; they must be the ones it lists.
 
         The system prompt the run was started with lists each skill's name and
@@ -139,7 +148,7 @@ class RunSetup(BaseModel):
         if not self.skills:
             return ()
         try:
-            skills = discover_skills(self.skills)
+            skills = run_skills(self.skills, contract, gate)
         except ConfigError as exc:
             raise ResumeError(f"run {run_id!r}: its skills no longer load: {exc}") from None
         now = {skill.name: skill.description for skill in skills}
@@ -191,6 +200,20 @@ def memory_scope(contract: TaskContract) -> str:
     return str(contract.root.resolve())
 
 
+def run_skills(folders: Sequence[Path], contract: TaskContract, gate: Gate) -> tuple[Skill, ...]:
+    """The skills a run offers: read from the run's workspace's descriptor where a folder
+    lies in it, never through a symlink, and each file only if the run's policy lets the
+    agent read it where it is."""
+    root = contract.root.resolve()
+
+    def readable(path: Path) -> bool:
+        target = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+        return gate.readable_quietly(target)
+
+    within = Workspace(root) if contract.mode == "workspace" else None
+    return discover_skills(folders, within=within, readable=readable)
+
+
 def build_tools(
     contract: TaskContract,
     gate: Gate,
@@ -215,12 +238,12 @@ def build_tools(
     if contract.mode == "file":
         assert contract.path is not None
         if sweep:
-            remove_partial_writes(contract.root.glob(f".{contract.path.name}.*"))
+            TheFile.of(contract.path).remove_partial_writes()
         tools = single_file_tools(contract.path)
     else:
         workspace = Workspace(contract.root, may_read=gate.readable)
         if sweep:
-            remove_partial_writes(workspace.walk())
+            remove_partial_writes(workspace)
         wall = contract.budget.max_wall_seconds
         wall_end = started_at + wall if wall is not None else None
         tools = workspace_tools(workspace, wall_end)
@@ -251,6 +274,8 @@ def _net_check(gate: Gate) -> NetCheck:
     """
 
     async def check(host: str, port: int) -> bool:
-        return gate.check_outright(Access(Act.NET, f"{host}:{port}")).effect is Effect.ALLOW
+        # join_net_target brackets an IPv6 host: "::1:8080" would be one bare address.
+        target = join_net_target(host, port)
+        return gate.check_outright(Access(Act.NET, target)).effect is Effect.ALLOW
 
     return check

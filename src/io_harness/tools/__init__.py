@@ -11,7 +11,7 @@ from io_harness.tools._exec import ExecTool
 from io_harness.tools._files import workspace_tools
 from io_harness.tools._function import FunctionTool, ToolArgumentsError, tool
 from io_harness.tools._run_tools import RunTools
-from io_harness.tools._single import single_file_tools
+from io_harness.tools._single import TheFile, single_file_tools
 from io_harness.tools._workspace import SKIPPED_DIRS, PathRefused, Workspace
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "HarnessTool",
     "PathRefused",
     "RunTools",
+    "TheFile",
     "Tool",
     "ToolArgumentsError",
     "ToolFailure",

@@ -1,7 +1,8 @@
 """The workspace-mode file tools: read, write, edit, grep, find, list.
 
-Each resolves every path through :class:`Workspace` on every call, so no
-call can reach outside the root. Every cap says what it left out.
+Each acts on every path through :class:`Workspace` on every call, walking from
+the root's descriptor without following a symlink, so no call can reach
+outside the root. Every cap says what it left out.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ import json
 import re
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
+from io_harness._confined import Listed
 from io_harness._process import in_thread
 from io_harness.policy._gate import Access
 from io_harness.policy._rules import Act
@@ -26,10 +27,11 @@ from io_harness.tools._text import (
     read_numbered,
     read_text,
     split_lines,
+    text_of,
     write_reported,
     write_text,
 )
-from io_harness.tools._workspace import PathRefused, Workspace
+from io_harness.tools._workspace import PathMissing, PathRefused, Workspace
 
 __all__ = ["workspace_tools"]
 
@@ -56,11 +58,8 @@ class _InWorkspace(HarnessTool[A]):
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
 
-    def _canonical(self, path: str) -> str:
-        return self.workspace.relative(self.workspace.resolve(path))
-
     def _on(self, act: Act, path: str) -> Access:
-        return Access(act, self._canonical(path))
+        return Access(act, self.workspace.canonical(path))
 
 
 class ReadFileArgs(Args):
@@ -82,8 +81,9 @@ class ReadFile(_InWorkspace[ReadFileArgs]):
         return (self._on(Act.READ, args.path),)
 
     async def invoke(self, args: ReadFileArgs) -> ToolOutcome:
-        path = self.workspace.resolve(args.path)
-        return ToolOutcome(read_numbered(path, args.path, args.offset, args.limit))
+        return ToolOutcome(
+            read_numbered(self.workspace, args.path, args.path, args.offset, args.limit)
+        )
 
 
 class WriteFileArgs(Args):
@@ -100,11 +100,12 @@ class WriteFile(_InWorkspace[WriteFileArgs]):
         return (self._on(Act.WRITE, args.path),)
 
     def preview(self, args: WriteFileArgs, *, show_current: bool = True) -> str:
-        path = self.workspace.resolve(args.path)
-        return change_diff(path, args.path, args.content, show_current=show_current)
+        return change_diff(
+            self.workspace, args.path, args.path, args.content, show_current=show_current
+        )
 
     async def invoke(self, args: WriteFileArgs) -> ToolOutcome:
-        return write_reported(self.workspace.resolve(args.path), args.content, args.path)
+        return write_reported(self.workspace, args.path, args.content, args.path)
 
 
 class EditFileArgs(Args):
@@ -124,11 +125,15 @@ class EditFile(_InWorkspace[EditFileArgs]):
     def accesses(self, args: EditFileArgs) -> Sequence[Access]:
         return (self._on(Act.READ, args.path), self._on(Act.WRITE, args.path))
 
-    def _edited(self, args: EditFileArgs) -> tuple[Path, str, int]:
+    def _edited(self, args: EditFileArgs) -> tuple[str, int]:
         if not args.search:
             raise ToolFailure("search is empty; give the exact text to replace")
-        path = self.workspace.resolve(args.path)
-        text = read_text(path, args.path, too_large="edit_file cannot edit it; write_file can")
+        text = read_text(
+            self.workspace,
+            args.path,
+            args.path,
+            too_large="edit_file cannot edit it; write_file can",
+        )
         # Overlapping occurrences count too: "x\nx" occurs twice in "x\nx\nx".
         count = len(re.findall(f"(?={re.escape(args.search)})", text))
         if count != 1:
@@ -138,7 +143,7 @@ class EditFile(_InWorkspace[EditFileArgs]):
             )
         at = text.index(args.search)
         line = text[:at].count("\n") + 1
-        return path, text[:at] + args.replace + text[at + len(args.search) :], line
+        return text[:at] + args.replace + text[at + len(args.search) :], line
 
     def preview(self, args: EditFileArgs, *, show_current: bool = True) -> str:
         if not show_current:
@@ -147,14 +152,14 @@ class EditFile(_InWorkspace[EditFileArgs]):
                 f"replace: {args.search!r}\nwith:    {args.replace!r}"
             )
         try:
-            path, edited, _ = self._edited(args)
-        except ToolFailure as exc:
+            edited, _ = self._edited(args)
+        except (ToolFailure, PathRefused) as exc:
             return f"(the edit will fail: {exc})"
-        return change_diff(path, args.path, edited)
+        return change_diff(self.workspace, args.path, args.path, edited)
 
     async def invoke(self, args: EditFileArgs) -> ToolOutcome:
-        path, edited, line = self._edited(args)
-        if write_text(path, edited, args.path) == "unchanged":
+        edited, line = self._edited(args)
+        if write_text(self.workspace, args.path, edited) == "unchanged":
             return ToolOutcome(f"{args.path} unchanged: the replacement equals the search text")
         return ToolOutcome(f"{args.path} edited at line {line}", changed=(args.path,))
 
@@ -209,16 +214,17 @@ class Grep(_InWorkspace[GrepArgs]):
         hidden = 0
         unreadable = 0
         withheld = 0
-        for path in self.workspace.walk():
-            rel = self.workspace.relative(path)
+        for found in self.workspace.walk():
+            rel = found.rel
             if args.path_glob is not None and not _glob_matches(rel, args.path_glob):
                 continue
             if not self.workspace.may_read(rel):
                 withheld += 1
                 continue
             try:
-                text = read_text(path, rel)
-            except ToolFailure:
+                with found.open() as handle:
+                    text = text_of(handle, rel)
+            except (ToolFailure, PathRefused, OSError):
                 unreadable += 1
                 continue
             for number, line in enumerate(split_lines(text), start=1):
@@ -258,7 +264,7 @@ class Find(_InWorkspace[FindArgs]):
     async def invoke(self, args: FindArgs) -> ToolOutcome:
         found = [
             rel
-            for rel in map(self.workspace.relative, self.workspace.walk())
+            for rel in (found.rel for found in self.workspace.walk())
             if _glob_matches(rel, args.name_glob)
         ]
         if not found:
@@ -279,32 +285,32 @@ class ListDir(_InWorkspace[ListDirArgs]):
     description = "List one folder: each entry's kind, name and size."
     args = ListDirArgs
 
-    def _link_target(self, link: Path) -> str:
-        try:
-            real = self.workspace.resolve(self.workspace.relative(link))
-        except PathRefused as refused:
-            return "(a symlink loop)" if "loop" in str(refused) else "(outside the workspace)"
-        return self.workspace.relative(real)
-
     def accesses(self, args: ListDirArgs) -> Sequence[Access]:
         return (self._on(Act.READ, args.path or "."),)
 
     async def invoke(self, args: ListDirArgs) -> ToolOutcome:
-        folder = self.workspace.resolve(args.path or ".")
-        if not folder.is_dir():
-            raise ToolFailure(f"{args.path} is not a folder")
+        folder = args.path or "."
+        try:
+            entries = self.workspace.entries(folder)
+        except PathMissing:
+            raise ToolFailure(f"{args.path} is not a folder: nothing is there") from None
         lines = []
-        for entry in sorted(folder.iterdir(), key=lambda p: p.name):
+        for entry in entries:
             name = shown_name(entry.name)
-            if entry.is_symlink():
-                lines.append(f"link  {name} -> {shown_name(self._link_target(entry))}")
-            elif entry.is_dir():
+            if entry.kind == "link":
+                lines.append(f"link  {name} -> {shown_name(self._link_shown(folder, entry))}")
+            elif entry.kind == "dir":
                 lines.append(f"dir   {name}/")
             else:
-                lines.append(f"file  {name}  {entry.stat().st_size} bytes")
+                lines.append(f"file  {name}  {entry.size} bytes")
         if not lines:
             return ToolOutcome(f"{args.path} is empty")
         return ToolOutcome("\n".join(lines))
+
+    def _link_shown(self, folder: str, entry: Listed) -> str:
+        """Where a listed symlink points, as a path in the workspace; never followed."""
+        inside = self.workspace.link_target(f"{folder}/{entry.name}", entry.link or "")
+        return "(outside the workspace)" if inside is None else inside
 
 
 _AMBIGUOUS = re.compile(r'[\x00-\x1f\x7f:"\\]|^\s|\s$')

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from io_harness._paths import MEMORY_PREFIX
+from io_harness._confined import MEMORY_PREFIX
 
 __all__ = ["BUILTIN_TOOL_NAMES", "MCP_PREFIX", "MEMORY_PREFIX", "TOOL_NAME", "tool_name_problem"]
 

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
+from io_harness._confined import PARTIAL_SUFFIX, Workspace
 from io_harness.policy._gate import Access
 from io_harness.policy._rules import Act
 from io_harness.tools._base import Args, HarnessTool, ToolOutcome
 from io_harness.tools._text import READ_CEILING_BYTES, change_diff, read_numbered, write_reported
 
-__all__ = ["single_file_tools"]
+__all__ = ["TheFile", "single_file_tools"]
 
 
 class _ReadArgs(Args):
@@ -34,16 +36,19 @@ class _ReadTheFile(HarnessTool[_ReadArgs]):
     )
     args = _ReadArgs
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, file: TheFile) -> None:
+        self.file = file
 
     def accesses(self, args: _ReadArgs) -> Sequence[Access]:
-        return (Access(Act.READ, canonical_name(self.path)),)
+        return (Access(Act.READ, self.file.target),)
 
     async def invoke(self, args: _ReadArgs) -> ToolOutcome:
-        if not self.path.exists():
-            return ToolOutcome(f"{self.path.name} does not exist yet; create it with write_file")
-        return ToolOutcome(read_numbered(self.path, self.path.name, args.offset, args.limit))
+        file = self.file
+        if file.folder.lstat(file.name) is None:
+            return ToolOutcome(f"{file.shown} does not exist yet; create it with write_file")
+        return ToolOutcome(
+            read_numbered(file.folder, file.name, file.shown, args.offset, args.limit)
+        )
 
 
 class _WriteTheFile(HarnessTool[_ContentArgs]):
@@ -51,29 +56,56 @@ class _WriteTheFile(HarnessTool[_ContentArgs]):
     description = "Replace the whole content of the file this task is about."
     args = _ContentArgs
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, file: TheFile) -> None:
+        self.file = file
 
     def accesses(self, args: _ContentArgs) -> Sequence[Access]:
-        return (Access(Act.WRITE, canonical_name(self.path)),)
+        return (Access(Act.WRITE, self.file.target),)
 
     def preview(self, args: _ContentArgs, *, show_current: bool = True) -> str:
-        return change_diff(self.path, self.path.name, args.content, show_current=show_current)
+        file = self.file
+        return change_diff(
+            file.folder, file.name, file.shown, args.content, show_current=show_current
+        )
 
     async def invoke(self, args: _ContentArgs) -> ToolOutcome:
-        return write_reported(self.path, args.content, self.path.name)
+        file = self.file
+        return write_reported(file.folder, file.name, args.content, file.shown)
 
 
-def canonical_name(path: Path) -> str:
-    """The file as the policy sees it: where a symlink really leads, relative to the folder.
+@dataclass(frozen=True, slots=True)
+class TheFile:
+    """The contract's file: its real folder (confined), its name there, its policy target."""
 
-    A link that leads out of the file's folder is named by its absolute real
-    path, so a glob on its name (``.env``, ``id_rsa``) still applies.
-    """
-    real, folder = path.resolve(), path.parent.resolve()
-    return real.relative_to(folder).as_posix() if real.is_relative_to(folder) else str(real)
+    folder: Workspace
+    name: str
+    shown: str
+    target: str
+
+    @classmethod
+    def of(cls, path: Path) -> TheFile:
+        """The file at ``path``, a symlink the contract names resolved once, now.
+
+        The contract is the caller's, so where its path leads is taken as
+        given; from then on the file is reached from its folder's descriptor
+        and never through a symlink. The policy's target is the file's name,
+        or its absolute real path when a link led out of the named folder, so
+        a glob on its name (``.env``, ``id_rsa``) still applies.
+        """
+        real, named_in = path.resolve(), path.parent.resolve()
+        target = (
+            real.relative_to(named_in).as_posix() if real.is_relative_to(named_in) else str(real)
+        )
+        return cls(Workspace(real.parent, called="the file's folder"), real.name, path.name, target)
+
+    def remove_partial_writes(self) -> None:
+        """Delete the temporary files of this file's writes that a crash interrupted."""
+        for entry in self.folder.entries():
+            if entry.name.startswith(f".{self.name}.") and entry.name.endswith(PARTIAL_SUFFIX):
+                self.folder.unlink(entry.name)
 
 
 def single_file_tools(path: Path) -> list[HarnessTool[Any]]:
-    """The two tools of a single-file run."""
-    return [_ReadTheFile(path), _WriteTheFile(path)]
+    """The two tools of a single-file run on the file at ``path``."""
+    file = TheFile.of(path)
+    return [_ReadTheFile(file), _WriteTheFile(file)]

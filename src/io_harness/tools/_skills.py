@@ -14,19 +14,21 @@ discovery, before the run starts: a set is taken whole or rejected.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
+from io_harness._confined import parts_of
 from io_harness.errors import ConfigError
 from io_harness.policy._gate import Access
 from io_harness.policy._rules import Act
 from io_harness.tools._base import Args, HarnessTool, ToolFailure, ToolOutcome
 from io_harness.tools._text import READ_CEILING_BYTES, read_text
-from io_harness.tools._workspace import PathRefused, Workspace
+from io_harness.tools._workspace import PathMissing, PathRefused, Workspace
 
 __all__ = [
     "DESCRIPTION_CHARS",
@@ -61,18 +63,36 @@ _SKILL_NAME_MAX = 64
 class Skill:
     """One skill: its name, its description, and where its instructions are.
 
-    ``path`` is the real location of the instructions file (symlinks
-    followed). ``folder`` is the skill's own folder for the
-    ``<name>/SKILL.md`` layout, whose other files ``read_skill`` can read;
-    it is ``None`` for a flat ``<name>.md`` skill, which ships nothing.
-    ``description`` is whole, its runs of whitespace made single spaces; the
-    catalogue cuts it (:func:`shown_description`).
+    ``path`` is where the instructions file lies. ``folder`` is the skill's
+    own folder for the ``<name>/SKILL.md`` layout, whose other files
+    ``read_skill`` can read; it is ``None`` for a flat ``<name>.md`` skill,
+    which ships nothing. ``description`` is whole, its runs of whitespace
+    made single spaces; the catalogue cuts it (:func:`shown_description`).
+    ``directory`` is the confined skills directory the skill was found in:
+    every read walks from it, never through a symlink.
     """
 
     name: str
     description: str
     path: Path
     folder: Path | None = None
+    directory: Workspace | None = field(default=None, compare=False, repr=False)
+
+    def confined(self) -> tuple[Workspace, str]:
+        """The skills directory and the instructions file's path in it."""
+        directory = self.directory or Workspace(self.path.parent, called="its folder")
+        return directory, self.path.relative_to(directory.root).as_posix()
+
+    def shipped_path(self, file: str) -> str:
+        """The path in the skills directory of ``file``, a file this folder skill ships.
+
+        ``file`` is checked as text (no ``..``, not absolute), so it stays in
+        the skill's folder; a skill with no folder ships nothing.
+        """
+        assert self.folder is not None
+        directory, _ = self.confined()
+        inside = self.folder.relative_to(directory.root).parts
+        return "/".join((*inside, *parts_of(file, "its folder")))
 
 
 def skill_name_problem(name: str) -> str | None:
@@ -89,30 +109,42 @@ def skill_name_problem(name: str) -> str | None:
     return None
 
 
-def discover_skills(folders: Sequence[Path]) -> tuple[Skill, ...]:
+def discover_skills(
+    folders: Sequence[Path],
+    *,
+    within: Workspace | None = None,
+    readable: Callable[[Path], bool] | None = None,
+) -> tuple[Skill, ...]:
     """Every skill in every folder of ``folders``, sorted by name.
 
     In each folder, a file ``<name>.md`` is a flat skill and a subfolder
     holding ``SKILL.md`` is a folder skill; every other entry (other files,
     subfolders without ``SKILL.md``, names beginning with ``.``) is ignored.
-    A folder given twice (the same real location) is read once.
+    A folder given twice (the same location) is read once. A folder inside
+    ``within`` (the run's workspace) is reached from its descriptor, and no
+    symlink is followed in any folder: a repository's files cannot lead a
+    read elsewhere. ``readable`` says whether the run's policy lets a file
+    (by its location) be read outright; a skill it does not is listed by its
+    file's or folder's name, its file unread (:data:`WITHHELD`).
 
     Raises :class:`ConfigError`, naming the file or folder, for: a folder
     that is missing or not a directory, a ``SKILL.md`` directly in it (it
-    names a skill's own folder, not a skills directory), a skill file that is
-    not UTF-8 text or over the read ceiling, malformed frontmatter, an
-    invalid name, more than :data:`MAX_SKILLS` skills, and two skills with
-    one name — in one folder (``x.md`` beside ``x/SKILL.md`` is that case) or
-    across two.
+    names a skill's own folder, not a skills directory), a symlink named as
+    a skill, a skill file that is not UTF-8 text or over the read ceiling,
+    malformed frontmatter, an invalid
+    name, more than :data:`MAX_SKILLS` skills, and two skills with one name —
+    in one folder (``x.md`` beside ``x/SKILL.md`` is that case) or across two.
     """
     loaded: list[tuple[Skill, Path]] = []
     seen: set[Path] = set()
     for folder in folders:
-        real = _skills_folder(folder)
-        if real in seen:
+        directory = _skills_folder(folder, within)
+        if directory.root in seen:
             continue
-        seen.add(real)
-        loaded.extend((_load(path, own), path) for path, own in _candidates(folder))
+        seen.add(directory.root)
+        for rel, own in _candidates(directory):
+            skill = _load(directory, rel, own, readable)
+            loaded.append((skill, folder / rel))
     if len(loaded) > MAX_SKILLS:
         where = ", ".join(str(f) for f in folders)
         raise ConfigError(
@@ -129,47 +161,71 @@ def discover_skills(folders: Sequence[Path]) -> tuple[Skill, ...]:
     return tuple(named[name][0] for name in sorted(named))
 
 
-def _skills_folder(folder: Path) -> Path:
-    if not folder.exists():
-        raise ConfigError(f"skills directory {folder} does not exist")
-    if not folder.is_dir():
-        raise ConfigError(f"skills directory {folder} is not a directory")
-    return folder.resolve()
-
-
-def _candidates(folder: Path) -> list[tuple[Path, Path | None]]:
-    """The instruction files of the skills in ``folder``: (file, skill folder or None)."""
+def _skills_folder(folder: Path, within: Workspace | None) -> Workspace:
+    directory = Workspace(folder, called="its folder", within=within)
     try:
-        entries = sorted(folder.iterdir(), key=lambda p: p.name)
+        directory.entries()
+    except PathMissing:
+        raise ConfigError(f"skills directory {folder} does not exist") from None
+    except PathRefused as exc:
+        raise ConfigError(f"skills directory {folder}: {exc}") from None
+    except NotADirectoryError:
+        raise ConfigError(f"skills directory {folder} is not a directory") from None
+    except FileNotFoundError:
+        raise ConfigError(f"skills directory {folder} does not exist") from None
     except OSError as exc:
         raise ConfigError(f"skills directory {folder}: {exc.strerror or exc}") from None
-    found: list[tuple[Path, Path | None]] = []
-    for entry in entries:
+    return directory
+
+
+def _candidates(directory: Workspace) -> list[tuple[str, str | None]]:
+    """The instruction files of the skills in ``directory``: (file, skill folder or None)."""
+    where = directory.root
+    found: list[tuple[str, str | None]] = []
+    for entry in directory.entries():
         if entry.name.startswith("."):
             continue
-        if entry.is_dir():
-            if (entry / SKILL_FILE).is_file():
-                found.append((entry / SKILL_FILE, entry))
+        if entry.kind == "dir":
+            inner = directory.lstat(f"{entry.name}/{SKILL_FILE}")
+            if inner is not None and stat.S_ISLNK(inner.st_mode):
+                raise ConfigError(
+                    f"skill file {where / entry.name / SKILL_FILE} is a symlink; skills are "
+                    "read without following symlinks: put the file itself there"
+                )
+            if inner is not None and stat.S_ISREG(inner.st_mode):
+                found.append((f"{entry.name}/{SKILL_FILE}", entry.name))
         elif entry.name == SKILL_FILE:
             raise ConfigError(
-                f"{entry}: a {SKILL_FILE} directly in a skills directory; name the folder "
-                f"that holds the skill's folder ({folder.parent}), not the skill's folder"
+                f"{where / entry.name}: a {SKILL_FILE} directly in a skills directory; name the "
+                f"folder that holds the skill's folder ({where.parent}), not the skill's folder"
             )
-        elif entry.suffix == ".md":
-            found.append((entry, None))  # a broken symlink too: reading it says so
+        elif entry.kind == "link":
+            # Taken for a skill or ignored, either would be a guess: a link is never followed.
+            raise ConfigError(
+                f"{where / entry.name} in a skills directory is a symlink (to {entry.link!r}); "
+                "skills are read without following symlinks: put the skill itself there"
+            )
+        elif entry.name.endswith(".md"):
+            found.append((entry.name, None))
     return found
 
 
-def _load(path: Path, folder: Path | None) -> Skill:
+def _load(
+    directory: Workspace, rel: str, folder: str | None, readable: Callable[[Path], bool] | None
+) -> Skill:
+    path = directory.root / rel
     shown = f"skill file {path}"
+    if readable is not None and not readable(path):
+        return _unread(directory, path, folder, shown)
     try:
         text = read_text(
-            path,
+            directory,
+            rel,
             shown,
             too_large="read_skill could never read it; shorten it, or move parts into "
             f"files beside a {SKILL_FILE}",
         )
-    except ToolFailure as exc:
+    except (ToolFailure, PathRefused) as exc:
         raise ConfigError(str(exc)) from None
     except OSError as exc:
         raise ConfigError(f"{shown}: {exc.strerror or exc}") from None
@@ -180,7 +236,7 @@ def _load(path: Path, folder: Path | None) -> Skill:
         if problem is not None:
             raise ConfigError(f"{shown}: the frontmatter's name: {problem}")
     else:
-        name = folder.name if folder is not None else path.stem
+        name = folder if folder is not None else rel.removesuffix(".md")
         problem = skill_name_problem(name)
         if problem is not None:
             raise ConfigError(
@@ -195,8 +251,32 @@ def _load(path: Path, folder: Path | None) -> Skill:
     return Skill(
         name=name,
         description=description,
-        path=path.resolve(),
-        folder=folder.resolve() if folder is not None else None,
+        path=path,
+        folder=directory.root / folder if folder is not None else None,
+        directory=directory,
+    )
+
+
+WITHHELD = "(not shown: the run's policy does not let this skill's file be read without asking)"
+"""The description of a skill whose file the policy does not let be read outright."""
+
+
+def _unread(directory: Workspace, path: Path, folder: str | None, shown: str) -> Skill:
+    """A skill listed by its file's or folder's name alone: its file is not read at all.
+
+    The catalogue must not carry what the policy withholds; ``read_skill``
+    then asks the gate like any read.
+    """
+    name = folder if folder is not None else path.name.removesuffix(".md")
+    problem = skill_name_problem(name)
+    if problem is not None:
+        raise ConfigError(f"{shown}: the skill is named after its location, and {problem}")
+    return Skill(
+        name=name,
+        description=WITHHELD,
+        path=path,
+        folder=directory.root / folder if folder is not None else None,
+        directory=directory,
     )
 
 
@@ -304,11 +384,12 @@ class ReadSkillArgs(Args):
 class ReadSkillTool(HarnessTool[ReadSkillArgs]):
     """``read_skill``: a skill's instructions, or a file it ships, read as a checked ``read``.
 
-    The act's target is the file's real location (symlinks followed): its path
-    relative to the workspace root when it lies under the root, otherwise its
-    absolute path, so the run's read rules apply to skills as to any file. An
-    unknown name or a ``file`` that leaves the skill's folder is refused as an
-    observation.
+    The act's target is the file's location: its path relative to the
+    workspace root when it lies under the root, otherwise its absolute path,
+    so the run's read rules apply to skills as to any file. The file is then
+    read from the skills directory's descriptor without following a symlink,
+    so the file read is the one the policy checked. An unknown name or a
+    ``file`` that leaves the skill's folder is refused as an observation.
     """
 
     reads_only = True
@@ -327,38 +408,51 @@ class ReadSkillTool(HarnessTool[ReadSkillArgs]):
 
     def accesses(self, args: ReadSkillArgs) -> Sequence[Access]:
         """One read of the file the call would read; an unknown name or bad file is refused."""
-        return (Access(Act.READ, self._target(self._file(args)[1])),)
+        skill, rel = self._file(args)
+        directory, _ = skill.confined()
+        return (Access(Act.READ, self._target(directory.root / rel)),)
 
     async def invoke(self, args: ReadSkillArgs) -> ToolOutcome:
         """The file's whole text; for a skill's instructions, the files its folder ships."""
-        skill, path = self._file(args)
+        skill, rel = self._file(args)
+        directory, _ = skill.confined()
         if args.file is None:
             shown = f"the instructions of skill {skill.name!r}"
         else:
             shown = f"{args.file} of skill {skill.name!r}"
-            if not path.exists():
+            info = directory.lstat(rel)
+            if info is None:
                 raise ToolFailure(f"{shown} does not exist; {self._shipped_line(skill)}")
-            if path.is_dir():
+            if stat.S_ISDIR(info.st_mode):
                 raise ToolFailure(f"{shown} is a folder; {self._shipped_line(skill)}")
-        text = read_text(path, shown, too_large="read_skill reads files whole only")
-        content = f"[{shown}: {self._target(path)}]\n{text or '(the file is empty)'}"
+        try:
+            text = read_text(directory, rel, shown, too_large="read_skill reads files whole only")
+        except PathRefused as exc:
+            raise PathRefused(f"skill {skill.name!r}: {exc}") from None
+        content = (
+            f"[{shown}: {self._target(directory.root / rel)}]\n{text or '(the file is empty)'}"
+        )
         if args.file is None and skill.folder is not None:
             content += ("" if content.endswith("\n") else "\n") + self._shipped_list(skill)
         return ToolOutcome(content)
 
-    def _file(self, args: ReadSkillArgs) -> tuple[Skill, Path]:
+    def _file(self, args: ReadSkillArgs) -> tuple[Skill, str]:
+        """The skill, and the path in its skills directory of the file the call reads."""
         skill = self.skills.get(args.name)
         if skill is None:
             known = ", ".join(sorted(self.skills)) or "(none)"
             raise PathRefused(f"no skill is named {args.name!r}; the skills are: {known}")
         if args.file is None:
-            return skill, skill.path.resolve()
+            return skill, skill.confined()[1]
         if skill.folder is None:
             raise PathRefused(
                 f"skill {skill.name!r} is a single file ({skill.path.name}) and ships no "
                 "other files; call read_skill with its name alone"
             )
-        return skill, _inside(skill.folder, args.file, skill.name)
+        try:
+            return skill, skill.shipped_path(args.file)
+        except PathRefused as exc:
+            raise PathRefused(f"skill {skill.name!r}: {exc}") from None
 
     def _target(self, path: Path) -> str:
         if path.is_relative_to(self.root):
@@ -367,8 +461,12 @@ class ReadSkillTool(HarnessTool[ReadSkillArgs]):
 
     def _shipped(self, skill: Skill) -> list[str]:
         assert skill.folder is not None
-        walk = Workspace(skill.folder)
-        return sorted(rel for rel in map(walk.relative, walk.walk()) if rel != SKILL_FILE)
+        directory, _ = skill.confined()
+        try:
+            walk = Workspace(skill.folder, called="its folder", within=directory)
+            return sorted(found.rel for found in walk.walk() if found.rel != SKILL_FILE)
+        except (PathRefused, OSError):
+            return []
 
     def _shipped_line(self, skill: Skill) -> str:
         files = self._shipped(skill)
@@ -390,16 +488,3 @@ class ReadSkillTool(HarnessTool[ReadSkillArgs]):
         if len(files) > SHIPPED_FILES_SHOWN:
             lines.append(f"[{len(files) - SHIPPED_FILES_SHOWN} more files not shown]")
         return "\n".join(lines)
-
-
-def _inside(folder: Path, file: str, skill: str) -> Path:
-    """The real location of ``file`` in a skill's folder, or a refusal saying why.
-
-    A skill's folder confines its files as the workspace confines the agent's
-    paths: no absolute path, no ``..``, no symlink out. A missing file is
-    reported by ``invoke``, with the files there are.
-    """
-    try:
-        return Workspace(folder, called="its folder").resolve(file)
-    except PathRefused as exc:
-        raise PathRefused(f"skill {skill!r}: {exc}") from None

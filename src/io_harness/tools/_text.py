@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import difflib
 import os
-import secrets
-import stat
-from collections.abc import Iterable
-from pathlib import Path
-from typing import Literal
+from typing import BinaryIO
 
+from io_harness._confined import PARTIAL_SUFFIX, PathRefused, Workspace, WriteVerb
 from io_harness.tools._base import ToolFailure, ToolOutcome
 
 __all__ = [
@@ -27,6 +24,7 @@ __all__ = [
     "read_window",
     "remove_partial_writes",
     "split_lines",
+    "text_of",
     "write_reported",
     "write_text",
 ]
@@ -35,11 +33,6 @@ READ_CEILING_BYTES = 256 * 1024
 """The largest file read whole; a larger one is refused with its size, never cut."""
 _PIECE_BYTES = 64 * 1024
 """The most of one line a window reads at once."""
-
-PARTIAL_SUFFIX = ".ioh-tmp"
-"""Suffix of the temporary file a write renames into place; one left behind is a crash's."""
-
-WriteVerb = Literal["created", "changed", "unchanged"]
 
 _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG", "a PNG image"),
@@ -60,19 +53,6 @@ def _binary_kind(head: bytes) -> str | None:
     if b"\x00" in head:
         return "binary data"
     return None
-
-
-def _regular_size(path: Path, shown_as: str) -> int:
-    """The size of a regular file; refuses missing files, folders, pipes and devices."""
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        raise ToolFailure(f"{shown_as} does not exist") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise ToolFailure(f"{shown_as} is a directory; use list_dir")
-    if not stat.S_ISREG(info.st_mode):
-        raise ToolFailure(f"{shown_as} is not a regular file (a pipe, socket or device)")
-    return info.st_size
 
 
 def _decode(data: bytes, shown_as: str, offset: int = 0) -> str:
@@ -100,24 +80,43 @@ def split_lines(text: str) -> list[str]:
 
 
 def read_text(
-    path: Path, shown_as: str, *, too_large: str = "read it in parts with offset and limit"
+    workspace: Workspace,
+    path: str,
+    shown_as: str,
+    *,
+    too_large: str = "read it in parts with offset and limit",
 ) -> str:
     """The whole text of a regular UTF-8 file no larger than :data:`READ_CEILING_BYTES`.
 
     ``too_large`` is what the refusal of a larger file advises.
     """
-    size = _regular_size(path, shown_as)
+    with workspace.open(path) as handle:
+        return text_of(handle, shown_as, too_large=too_large)
+
+
+def text_of(
+    handle: BinaryIO, shown_as: str, *, too_large: str = "read it in parts with offset and limit"
+) -> str:
+    """The whole text of an open regular file, refused past the ceiling, binary or not UTF-8."""
+    size = os.fstat(handle.fileno()).st_size
     if size > READ_CEILING_BYTES:
         raise ToolFailure(
             f"{shown_as} is {size} bytes, over the read ceiling of {READ_CEILING_BYTES} "
             f"bytes; {too_large}"
         )
-    data = path.read_bytes()
-    _refuse_binary(data, size, shown_as)
+    data = handle.read(READ_CEILING_BYTES + 1)
+    if len(data) > READ_CEILING_BYTES:  # it grew since: the ceiling holds all the same
+        raise ToolFailure(
+            f"{shown_as} grew past the read ceiling of {READ_CEILING_BYTES} bytes while it "
+            f"was being read; {too_large}"
+        )
+    _refuse_binary(data, len(data), shown_as)
     return _decode(data, shown_as)
 
 
-def read_window(path: Path, shown_as: str, first: int, count: int | None) -> str:
+def read_window(
+    workspace: Workspace, path: str, shown_as: str, first: int, count: int | None
+) -> str:
     """Lines ``first`` to ``first + count - 1``, numbered, streamed from a file of any size.
 
     The window itself may hold at most :data:`READ_CEILING_BYTES` bytes. The file
@@ -125,7 +124,6 @@ def read_window(path: Path, shown_as: str, first: int, count: int | None) -> str
     even by a file that is one huge line: a line of the window past the ceiling
     is refused as soon as the ceiling is passed, and other lines are only counted.
     """
-    size = _regular_size(path, shown_as)
     window: list[str] = []
     current = bytearray()  # the window's line being read, piece by piece
     taken = 0
@@ -133,7 +131,8 @@ def read_window(path: Path, shown_as: str, first: int, count: int | None) -> str
     offset = 0  # where the current piece starts
     line_start = 0
     ended = True  # the last piece ended its line
-    with path.open("rb") as handle:
+    with workspace.open(path) as handle:
+        size = os.fstat(handle.fileno()).st_size
         _refuse_binary(handle.read(8192), size, shown_as)
         handle.seek(0)
         while piece := handle.readline(_PIECE_BYTES):
@@ -161,11 +160,13 @@ def read_window(path: Path, shown_as: str, first: int, count: int | None) -> str
     return f"[{shown_as}: lines {first}-{last} of {total}]\n" + number_lines(window, first)
 
 
-def read_numbered(path: Path, shown_as: str, offset: int | None, limit: int | None) -> str:
+def read_numbered(
+    workspace: Workspace, path: str, shown_as: str, offset: int | None, limit: int | None
+) -> str:
     """What ``read_file`` shows: the whole file numbered, or a window when one is asked for."""
     if offset is not None or limit is not None:
-        return read_window(path, shown_as, offset or 1, limit)
-    text = read_text(path, shown_as)
+        return read_window(workspace, path, shown_as, offset or 1, limit)
+    text = read_text(workspace, path, shown_as)
     return number_lines(split_lines(text), 1) if text else f"{shown_as} is empty"
 
 
@@ -174,57 +175,36 @@ def number_lines(lines: list[str], first: int) -> str:
     return "".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, start=first))
 
 
-def write_text(path: Path, content: str, shown_as: str) -> WriteVerb:
+def write_text(workspace: Workspace, path: str, content: str) -> WriteVerb:
     """Write atomically, creating parents; say whether the file was created, changed or not.
 
-    The text goes to a temporary file beside the target, renamed into place,
-    so a reader sees the old file or the new one, never half of one. An
-    existing file keeps its mode; a new one gets the process's default.
+    A reader sees the old file or the new one, never half of one; an existing
+    file keeps its mode (:meth:`Workspace.write`).
     """
-    data = content.encode("utf-8")
-    existed = path.exists()
-    if existed:
-        _regular_size(path, shown_as)
-        if path.read_bytes() == data:
-            return "unchanged"
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise ToolFailure(f"{shown_as}: a parent of this path is a file") from None
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}{PARTIAL_SUFFIX}"
-    # Created 0o666 less the umask, like any new file; an existing file's mode is kept.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        if existed:
-            tmp.chmod(path.stat().st_mode & 0o7777)
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return "changed" if existed else "created"
+    return workspace.write(path, content.encode("utf-8"))
 
 
-def write_reported(path: Path, content: str, shown_as: str) -> ToolOutcome:
+def write_reported(workspace: Workspace, path: str, content: str, shown_as: str) -> ToolOutcome:
     """What ``write_file`` answers: the verb and size, and the file as changed unless it is not."""
-    verb = write_text(path, content, shown_as)
+    verb = write_text(workspace, path, content)
     size = len(content.encode("utf-8"))
     changed = () if verb == "unchanged" else (shown_as,)
     return ToolOutcome(f"{shown_as} {verb} ({size} bytes)", changed=changed)
 
 
-def remove_partial_writes(files: Iterable[Path]) -> list[Path]:
+def remove_partial_writes(workspace: Workspace) -> list[str]:
     """Delete the temporary files of writes a crash interrupted; return what was removed."""
     removed = []
-    for path in files:
-        if path.name.startswith(".") and path.name.endswith(PARTIAL_SUFFIX):
-            path.unlink(missing_ok=True)
-            removed.append(path)
+    for found in workspace.walk():
+        if found.name.startswith(".") and found.name.endswith(PARTIAL_SUFFIX):
+            found.unlink()
+            removed.append(found.rel)
     return removed
 
 
-def change_diff(path: Path, rel: str, new_text: str, *, show_current: bool = True) -> str:
+def change_diff(
+    workspace: Workspace, path: str, rel: str, new_text: str, *, show_current: bool = True
+) -> str:
     """The unified diff a write of ``new_text`` to ``path`` would make (what an approver sees).
 
     Without ``show_current`` (the policy does not let the file be read), only
@@ -234,13 +214,14 @@ def change_diff(path: Path, rel: str, new_text: str, *, show_current: bool = Tru
         added = "".join(f"+{line}" for line in new_text.splitlines(keepends=True))
         return f"(the current {rel} is not shown: the policy does not let it be read)\n{added}"
     try:
-        old = path.read_text(encoding="utf-8") if path.is_file() else ""
-    except (OSError, UnicodeDecodeError):
+        data = workspace.read_bytes(path)
+        old = "" if data is None else data.decode("utf-8")
+    except (OSError, UnicodeDecodeError, PathRefused):
         return f"({rel} is not readable text; the write replaces it)"
     diff = difflib.unified_diff(
         old.splitlines(keepends=True),
         new_text.splitlines(keepends=True),
-        fromfile=f"a/{rel}" if path.exists() else "/dev/null",
+        fromfile=f"a/{rel}" if data is not None else "/dev/null",
         tofile=f"b/{rel}",
     )
     return "".join(diff) or "(no change)"

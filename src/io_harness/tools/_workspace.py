@@ -1,5 +1,5 @@
-"""The tools' name for the workspace confinement of ``io_harness._paths``."""
+"""The tools' name for the workspace confinement of ``io_harness._confined``."""
 
-from io_harness._paths import SKIPPED_DIRS, PathRefused, Workspace
+from io_harness._confined import SKIPPED_DIRS, PathChanged, PathMissing, PathRefused, Workspace
 
-__all__ = ["SKIPPED_DIRS", "PathRefused", "Workspace"]
+__all__ = ["SKIPPED_DIRS", "PathChanged", "PathMissing", "PathRefused", "Workspace"]

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from io_harness._paths import PathRefused, Workspace
+from io_harness._confined import PathRefused, Workspace
 from io_harness._scratch import scratch_folder
 from io_harness.sandbox import SandboxOutcome
 from io_harness.verify._base import (
@@ -42,9 +42,24 @@ _WORKSPACE: frozenset[Mode] = frozenset({"workspace"})
 
 
 def _read_subject_file(path: Path | None) -> str | None:
-    if path is None or not path.is_file():
+    """The text of the contract's file, read from its folder's descriptor; ``None``: no file.
+
+    The contract's path is the caller's, so a symlink it names is resolved
+    once; the file there is then opened without following one.
+    """
+    if path is None:
         return None
-    return path.read_text(encoding="utf-8", errors="replace")
+    real = path.resolve()
+    return _read_confined(Workspace(real.parent, called="the file's folder"), real.name)
+
+
+def _read_confined(workspace: Workspace, file: str) -> str | None:
+    """The text of ``file`` in ``workspace`` (undecodable bytes replaced); ``None``: no file.
+
+    A path that is not a regular file inside is :class:`PathRefused`.
+    """
+    data = workspace.read_bytes(file)
+    return None if data is None else data.decode("utf-8", errors="replace")
 
 
 def _ending(outcome: SandboxOutcome) -> str:
@@ -89,7 +104,10 @@ class FileContains(CriterionBase):
         return f"the file contains the text {self.needle!r}"
 
     async def check(self, subject: Subject) -> VerificationResult:
-        text = _read_subject_file(subject.file)
+        try:
+            text = _read_subject_file(subject.file)
+        except PathRefused as exc:
+            return VerificationResult(passed=False, criterion=self.describe(), output=str(exc))
         if text is None:
             return VerificationResult(
                 passed=False, criterion=self.describe(), output="the file does not exist"
@@ -115,7 +133,10 @@ class FileEquals(CriterionBase):
         return f"the file's whole content is exactly:\n{self.text}"
 
     async def check(self, subject: Subject) -> VerificationResult:
-        actual = _read_subject_file(subject.file)
+        try:
+            actual = _read_subject_file(subject.file)
+        except PathRefused as exc:
+            return VerificationResult(passed=False, criterion=self.describe(), output=str(exc))
         if actual is None:
             return VerificationResult(
                 passed=False, criterion=self.describe(), output="the file does not exist"
@@ -151,10 +172,9 @@ class WorkspaceFileContains(CriterionBase):
 
     async def check(self, subject: Subject) -> VerificationResult:
         try:
-            path = Workspace(subject.root).resolve(self.file)
+            text = _read_confined(Workspace(subject.root), self.file)
         except PathRefused as exc:
             return VerificationResult(passed=False, criterion=self.describe(), output=str(exc))
-        text = _read_subject_file(path)
         if text is None:
             output = f"{self.file} does not exist"
         else:
@@ -284,8 +304,7 @@ class PythonCompiles(CriterionBase):
             return list(self.paths)
         if subject.file is not None:
             return [subject.file.name]
-        workspace = Workspace(subject.root)
-        return [workspace.relative(p) for p in workspace.walk() if p.suffix == ".py"]
+        return [found.rel for found in Workspace(subject.root).walk() if found.name.endswith(".py")]
 
     async def check(self, subject: Subject) -> VerificationResult:
         targets = self._targets(subject)

@@ -1,0 +1,397 @@
+"""A confined folder: every read, write, listing and walk done from its descriptor.
+
+:class:`Workspace` takes the paths the agent gives (and the names a
+repository holds) and acts on them only by walking from the folder's own
+descriptor, one component at a time, never through a symlink
+(:mod:`._folder`). So the policy's target for a path is its spelling
+(:meth:`Workspace.canonical`): the file acted on is always the one at that
+spelling, inside the folder, whatever a racing process does meanwhile. A
+symlink on the way is refused with what it links to, so the model can use
+that path instead; a change mid-walk is :class:`PathChanged`, an observation.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from io import BufferedReader
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from io_harness._confined._folder import CREATE_FLAGS, Folder, Listed
+from io_harness._confined._names import PathChanged, PathRefused, parts_of
+
+__all__ = ["PARTIAL_SUFFIX", "SKIPPED_DIRS", "PathMissing", "Walked", "Workspace", "WriteVerb"]
+
+SKIPPED_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__"})
+"""Folders that walks (grep, find) never enter: tool state, not the subject."""
+
+PARTIAL_SUFFIX = ".ioh-tmp"
+"""Suffix of the temporary file a write renames into place; one left behind is a crash's."""
+
+WriteVerb = Literal["created", "changed", "unchanged"]
+
+_NAME_MAX = 255
+
+
+class PathMissing(PathRefused):
+    """Nothing is at the path (or a folder on the way is missing)."""
+
+
+def _shown(parts: tuple[str, ...]) -> str:
+    return "/".join(parts) or "."
+
+
+@dataclass(frozen=True, slots=True)
+class Walked:
+    """A regular file a walk found: its path, and its folder held open while the walk is there."""
+
+    rel: str
+    folder: Folder
+    name: str
+
+    def open(self) -> BufferedReader:
+        """The file, read from its folder's descriptor; :class:`PathRefused` if it is no
+        longer a regular file there."""
+        return _open_regular(self.folder, self.name, self.rel)
+
+    def unlink(self) -> None:
+        """Remove the file (whatever is at its name now, never through a symlink)."""
+        with suppress(FileNotFoundError):
+            self.folder.unlink(self.name)
+
+
+class Workspace:
+    """The folder the agent works in; every act on a path inside walks from its descriptor.
+
+    ``within`` names a workspace this folder may lie in (a skills folder in the
+    repository): when ``root`` is inside it, as spelled or where it really is,
+    the folder is reached through that workspace's descriptor, walked like any
+    path there, so a racer cannot swap it for a symlink either.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        may_read: Callable[[str], bool] | None = None,
+        *,
+        called: str = "the workspace",
+        within: Workspace | None = None,
+    ) -> None:
+        self.called = called
+        """What a refusal calls the folder (a skill's folder is confined the same way)."""
+        self.may_read: Callable[[str], bool] = may_read or (lambda _rel: True)
+        """Whether a walk (grep) may read a file, by its relative path; the gate answers."""
+        self._within: tuple[Workspace, tuple[str, ...]] | None = None
+        spelled = Path(os.path.abspath(root))
+        inside = within is not None and spelled.is_relative_to(within.root)
+        self.root: Path = spelled if inside else root.resolve()
+        if within is not None and self.root.is_relative_to(within.root):
+            parts = self.root.relative_to(within.root).parts
+            self._within = (within, parts) if parts else None
+
+    # --- paths as text ---------------------------------------------------------------
+
+    def canonical(self, path: str) -> str:
+        """``path`` as the policy sees it: relative, ``/``-separated, ``.`` for the folder.
+
+        Checked as text only (absolute, ``..``, NUL and the like are refused):
+        since nothing is ever opened through a symlink, the spelling names
+        the file.
+        """
+        return _shown(parts_of(path, self.called))
+
+    def location(self, path: str) -> Path:
+        """Where ``path`` lies on the host, for messages and the sandbox; never opened here."""
+        return self.root.joinpath(*parts_of(path, self.called))
+
+    # --- walking down ----------------------------------------------------------------
+
+    def _open_root(self) -> Folder:
+        if self._within is not None:
+            outer, parts = self._within
+            folder = outer._descend(parts, "/".join(parts))
+            if folder is None:
+                raise PathMissing(f"{self.called} ({self.root}) no longer exists")
+            return folder
+        return Folder.open_root(self.root)
+
+    def _descend(
+        self, parts: tuple[str, ...], given: str, *, create: bool = False
+    ) -> Folder | None:
+        """The folder at ``parts``, walked from the root; ``None`` when a folder is missing.
+
+        With ``create``, missing folders are made on the way (never through a symlink).
+        """
+        folder = self._open_root()
+        try:
+            for depth, name in enumerate(parts):
+                inner = self._enter(folder, name, parts[: depth + 1], given, create=create)
+                folder.close()
+                if inner is None:
+                    return None
+                folder = inner
+        except BaseException:
+            folder.close()
+            raise
+        return folder
+
+    def _enter(
+        self, folder: Folder, name: str, at: tuple[str, ...], given: str, *, create: bool
+    ) -> Folder | None:
+        for _ in range(3):  # a folder made or removed meanwhile: look again, a few times
+            try:
+                return folder.open_dir(name)
+            except FileNotFoundError:
+                if not create:
+                    return None
+                try:
+                    folder.make_dir(name)
+                except FileExistsError:
+                    continue
+            except NotADirectoryError:
+                raise self._not_a_folder(folder, name, at, given) from None
+            except OSError as exc:
+                if exc.errno != errno.ELOOP:
+                    raise
+                raise self._not_a_folder(folder, name, at, given) from None
+        raise PathChanged(f"{_shown(at)} changed while it was being opened; try again")
+
+    def _not_a_folder(
+        self, folder: Folder, name: str, at: tuple[str, ...], given: str
+    ) -> PathRefused:
+        info = folder.lstat(name)
+        if info is None or stat.S_ISDIR(info.st_mode):
+            return PathChanged(f"{_shown(at)} changed while it was being opened; try again")
+        if stat.S_ISLNK(info.st_mode):
+            return self._symlink(folder, name, at, given)
+        on_the_way = "" if self.canonical(given) == _shown(at) else f" (on the way to {given})"
+        return PathRefused(f"{_shown(at)} is not a folder: it is a file{on_the_way}")
+
+    def _symlink(self, folder: Folder, name: str, at: tuple[str, ...], given: str) -> PathRefused:
+        """The refusal of a path through the symlink at ``at``: where it leads, if inside."""
+        target = folder.readlink(name)
+        if target is None:
+            return PathChanged(f"{_shown(at)} changed while it was being opened; try again")
+        inside = self._lexical(at[:-1], target)
+        if inside is None:
+            return PathRefused(
+                f"{given!r} resolves outside {self.called} through a symlink "
+                f"({_shown(at)} links out of it); symlinks are not followed"
+            )
+        return PathRefused(
+            f"{_shown(at)} is a symlink to {target!r}; symlinks are not followed: "
+            f"use the path {inside!r} instead"
+        )
+
+    def _lexical(self, base: tuple[str, ...], target: str) -> str | None:
+        """Where a link in ``base`` holding ``target`` points, as text; ``None``: outside."""
+        pure = PurePosixPath(target)
+        if pure.is_absolute():
+            if not Path(target).is_relative_to(self.root):
+                return None
+            parts: list[str] = []
+            pure = PurePosixPath(Path(target).relative_to(self.root).as_posix())
+        else:
+            parts = list(base)
+        for part in pure.parts:
+            if part == "..":
+                if not parts:
+                    return None
+                parts.pop()
+            elif part != ".":
+                parts.append(part)
+        return _shown(tuple(parts))
+
+    @contextmanager
+    def folder(self, path: str = ".", *, create: bool = False) -> Iterator[Folder]:
+        """The folder at ``path``, held open for the block; :class:`PathMissing` if absent."""
+        parts = parts_of(path, self.called)
+        folder = self._descend(parts, path, create=create)
+        if folder is None:
+            raise PathMissing(f"{_shown(parts)} does not exist")
+        with folder:
+            yield folder
+
+    @contextmanager
+    def _parent(self, path: str, *, create: bool = False) -> Iterator[tuple[Folder, str, str]]:
+        """The folder holding ``path``'s last name, that name, and the path as shown."""
+        parts = parts_of(path, self.called)
+        if not parts:
+            raise PathRefused(f"{path!r} is {self.called} itself, not a file in it")
+        folder = self._descend(parts[:-1], path, create=create)
+        if folder is None:
+            raise PathMissing(f"{_shown(parts)} does not exist")
+        with folder:
+            yield folder, parts[-1], _shown(parts)
+
+    # --- acts on one path ------------------------------------------------------------
+
+    def lstat(self, path: str) -> os.stat_result | None:
+        """What is at ``path`` now (a symlink itself, not its target); ``None``: nothing.
+
+        A symlink on the way is refused, as for any other act.
+        """
+        try:
+            with self._parent(path) as (folder, name, _):
+                return folder.lstat(name)
+        except PathMissing:
+            return None
+
+    @contextmanager
+    def open(self, path: str) -> Iterator[BufferedReader]:
+        """The regular file at ``path``, open for reading; refused if it is anything else."""
+        with self._parent(path) as (folder, name, shown):
+            handle = _open_regular(folder, name, shown, self, path)
+        with handle:
+            yield handle
+
+    def read_bytes(self, path: str) -> bytes | None:
+        """The bytes of the regular file at ``path``; ``None`` when nothing is there."""
+        try:
+            with self.open(path) as handle:
+                return handle.read()
+        except PathMissing:
+            return None
+
+    def write(self, path: str, data: bytes) -> WriteVerb:
+        """Write ``data`` to ``path`` atomically, making its folders; say what it did.
+
+        The bytes go to a temporary file beside the target, renamed over it, so
+        a reader sees the old file or the new one, never half of one. An
+        existing file keeps its mode; a new one gets the process's default. A
+        symlink, folder or special file at the path is refused, never replaced.
+        """
+        with self._parent(path, create=True) as (folder, name, shown):
+            return _replace(folder, name, shown, data, self, path)
+
+    def unlink(self, path: str) -> bool:
+        """Remove the file or symlink at ``path`` (never a folder); whether one was there."""
+        try:
+            with self._parent(path) as (folder, name, shown):
+                info = folder.lstat(name)
+                if info is None:
+                    return False
+                if stat.S_ISDIR(info.st_mode):
+                    raise PathRefused(f"{shown} is a folder")
+                folder.unlink(name)
+                return True
+        except PathMissing:
+            return False
+
+    def entries(self, path: str = ".") -> list[Listed]:
+        """The entries of the folder at ``path``, kinds read without following a symlink."""
+        with self.folder(path) as folder:
+            return folder.entries()
+
+    def link_target(self, path: str, link: str) -> str | None:
+        """Where the symlink at ``path`` holding ``link`` points inside the folder, as text;
+        ``None`` when it points outside."""
+        return self._lexical(parts_of(path, self.called)[:-1], link)
+
+    # --- walks -----------------------------------------------------------------------
+
+    def walk(self, skip: frozenset[str] = SKIPPED_DIRS) -> Iterator[Walked]:
+        """Every regular file under the root, sorted, folders named in ``skip`` left out.
+
+        Each folder is entered from its parent's descriptor and no symlink is
+        followed, so a walk never leaves the root; an entry that changes
+        while it is walked is left out.
+        """
+        with self._open_root() as root:
+            yield from _walk(root, (), skip)
+
+
+def _walk(folder: Folder, prefix: tuple[str, ...], skip: frozenset[str]) -> Iterator[Walked]:
+    try:
+        names = folder.names()
+    except OSError:
+        return
+    for name, kind in names:
+        if kind == "file":
+            yield Walked("/".join((*prefix, name)), folder, name)
+    for name, kind in names:
+        if kind != "dir" or name in skip:
+            continue
+        try:
+            inner = folder.open_dir(name)
+        except OSError:
+            continue  # replaced meanwhile (a symlink is refused), or unreadable
+        with inner:
+            yield from _walk(inner, (*prefix, name), skip)
+
+
+def _open_regular(
+    folder: Folder,
+    name: str,
+    shown: str,
+    workspace: Workspace | None = None,
+    given: str | None = None,
+) -> BufferedReader:
+    """The regular file ``name`` of ``folder``, open for reading, or the refusal saying why."""
+    try:
+        fd = folder.open_file(name)
+    except FileNotFoundError:
+        raise PathMissing(f"{shown} does not exist") from None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):  # EMLINK: FreeBSD's O_NOFOLLOW
+            if workspace is not None:
+                at = tuple(shown.split("/"))
+                raise workspace._symlink(folder, name, at, given or shown) from None
+            raise PathRefused(f"{shown} is a symlink; symlinks are not followed") from None
+        if exc.errno == errno.ENXIO:  # a socket
+            raise PathRefused(f"{shown} is not a regular file (a pipe, socket or device)") from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise PathRefused(f"{shown} is a directory; use list_dir")
+        if not stat.S_ISREG(mode):
+            raise PathRefused(f"{shown} is not a regular file (a pipe, socket or device)")
+    except BaseException:
+        os.close(fd)
+        raise
+    handle = os.fdopen(fd, "rb")
+    assert isinstance(handle, BufferedReader)
+    return handle
+
+
+def _temporary_name(name: str) -> str:
+    tmp = f".{name}.{secrets.token_hex(4)}{PARTIAL_SUFFIX}"
+    if len(os.fsencode(tmp)) > _NAME_MAX:
+        tmp = f".{secrets.token_hex(8)}{PARTIAL_SUFFIX}"
+    return tmp
+
+
+def _replace(
+    folder: Folder, name: str, shown: str, data: bytes, workspace: Workspace, given: str
+) -> WriteVerb:
+    """Write ``data`` over ``name`` in ``folder`` through a temporary file renamed into place."""
+    info = folder.lstat(name)
+    if info is not None:
+        if stat.S_ISLNK(info.st_mode):
+            raise workspace._symlink(folder, name, tuple(shown.split("/")), given)
+        with _open_regular(folder, name, shown, workspace, given) as current:
+            if current.read() == data:
+                return "unchanged"
+    tmp = _temporary_name(name)
+    # Created 0o666 less the umask, like any new file; an existing file's mode is kept.
+    fd = folder.open_file(tmp, CREATE_FLAGS, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            if info is not None and hasattr(os, "fchmod"):
+                os.fchmod(handle.fileno(), info.st_mode & 0o7777)
+        folder.rename(tmp, name)
+    except BaseException as exc:
+        with suppress(OSError):
+            folder.unlink(tmp)
+        if isinstance(exc, IsADirectoryError | NotADirectoryError):
+            raise PathChanged(f"{shown} changed while it was being written; try again") from None
+        raise
+    return "created" if info is None else "changed"
