@@ -7,6 +7,7 @@ network, no mocks, no durations asserted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import sys
@@ -23,6 +24,7 @@ from io_harness import (
     Decision,
     Fallback,
     Harness,
+    McpServer,
     Message,
     OpenAICompatible,
     Policy,
@@ -353,6 +355,142 @@ async def test_a_commands_connection_to_the_models_host_is_not_opened_by_the_pro
         ("refused", None, "call_a")
     ]
     assert {(p.decision, p.layer) for p in rows if p.call_id == ""} == {("allowed", "provider")}
+
+
+# -- an address has one spelling ---------------------------------------------------------------
+
+LOOPBACK_SPELLINGS = [
+    "0x7f.1",
+    "127.1",
+    "2130706433",
+    "0x7f000001",
+    "127.0.0.1.",
+    "0.0.0.0",  # a connection to the unspecified address reaches this machine
+    "[::ffff:127.0.0.1]",
+    "[::FFFF:7f00:1]",
+    "[::ffff:0.0.0.0]",
+    "[::127.0.0.1]",
+    "[64:ff9b::7f00:1]",
+]
+
+
+@pytest.mark.parametrize("spelling", LOOPBACK_SPELLINGS)
+async def test_no_spelling_of_a_denied_address_gets_through_the_checked_transport(
+    spelling: str,
+) -> None:
+    with LoopbackServer(lambda _request: Reply(body={"ok": True})) as server:
+        port = server.host.rpartition(":")[2]
+        policy = Policy.permissive().layer("lockdown").deny_net("127.*")
+        async with checked_async_client() as client:
+            with checking(policy_check(policy)), pytest.raises(RefusedError) as refused:
+                await client.get(f"http://{spelling}:{port}/")
+
+    assert str(refused.value) == (
+        f"connecting to 127.0.0.1:{port}: refused by the policy: net 127.0.0.1:{port}: "
+        "deny (rule 'deny net 127.*' in layer 'lockdown')"
+    )
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("spelling", ["0x7f.1", "2130706433", "[::ffff:127.0.0.1]", "127.0.0.1."])
+async def test_an_allowed_spelling_is_sent_to_the_address_that_was_checked(spelling: str) -> None:
+    with LoopbackServer(lambda _request: Reply(body={"ok": True})) as server:
+        port = server.host.rpartition(":")[2]
+        policy = Policy.default().layer("here").allow_net(server.host)
+        async with checked_async_client() as client:
+            with checking(policy_check(policy)):
+                answer = await client.get(f"http://{spelling}:{port}/")
+
+    # The server listens on IPv4 alone: a mapped address reaches it only as 127.0.0.1.
+    assert answer.status_code == 200
+    [request] = server.requests
+    assert request.headers["host"] == f"{spelling}:{port}"  # the Host header as written
+
+
+@pytest.mark.parametrize(
+    ("host", "problem"),
+    [
+        ("127%2e0.0.1", "is neither an IP address nor a host name"),
+        ("1.2.3.4.5", "is spelled like an IPv4 address but is not one"),
+    ],
+)
+async def test_a_host_that_is_neither_an_address_nor_a_name_is_refused_before_any_lookup(
+    host: str, problem: str
+) -> None:
+    async with checked_async_client() as client:
+        with checking(policy_check(Policy.permissive())), pytest.raises(RefusedError) as refused:
+            await client.get(f"http://{host}:9/")
+
+    assert str(refused.value) == f"connecting to {host}:9: the host {host!r} {problem}"
+
+
+@pytest.mark.parametrize(
+    "url", ["http://[::ffff:127.0.0.1]:8080/mcp", "http://0x7f.1:8080/mcp", "http://127.1:8080/"]
+)
+def test_an_mcp_servers_host_is_decided_in_its_one_spelling(url: str) -> None:
+    server = McpServer(name="tickets", url=url)
+    policy = Policy.permissive().layer("lockdown").deny_net("127.*")
+    assert policy.explain(Act.NET, server.start_access().target).describe() == (
+        "net 127.0.0.1:8080: deny (rule 'deny net 127.*' in layer 'lockdown')"
+    )
+
+
+class Listener:
+    """A TCP listener on 127.0.0.1, and on ::1 at the same port where the machine has IPv6,
+    that counts the connections it accepts."""
+
+    def __init__(self) -> None:
+        self.port = 0
+        self.accepted = 0
+
+    def accept(self, _reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
+        writer.close()
+
+
+async def test_a_command_reaches_no_spelling_of_a_denied_address_and_the_trace_names_the_rule(
+    root: Path, store: Store
+) -> None:
+    code = (
+        "import os, socket, sys\n"
+        "for target in sys.argv[1:]:\n"
+        "    c = socket.socket(socket.AF_UNIX); c.connect(os.environ['IOH_PROXY_SOCKET'])\n"
+        "    c.sendall(f'CONNECT {target} HTTP/1.1\\r\\n\\r\\n'.encode())\n"
+        "    print(target, c.recv(200).decode().splitlines()[0])\n"
+        "    c.close()\n"
+    )
+    listener = Listener()
+    servers = [await asyncio.start_server(listener.accept, "127.0.0.1", 0)]
+    port = listener.port = servers[0].sockets[0].getsockname()[1]
+    with contextlib.suppress(OSError):  # no IPv6 loopback here: the IPv4 listener is the target
+        servers.append(await asyncio.start_server(listener.accept, "::1", port))
+    spellings = ["0x7f.1", "2130706433", "[::ffff:127.0.0.1]", "0.0.0.0", "[0:0::1]", "[::]"]
+    argv = [PY, "-c", code, *(f"{spelling}:{port}" for spelling in spellings)]
+    provider = ScriptedProvider([reply(calls=[call("exec", argv=argv)]), reply("done")])
+    policy = Policy.permissive().layer("lockdown").deny_net("127.*", "127.0.0.1", "::1")
+    config = SandboxConfig(network="allow_list", allow_hosts=("*",))
+    try:
+        result = await run(
+            contract(root, steps=2, tools=("exec",)),
+            provider,
+            store=store,
+            policy=policy,
+            sandbox=config,
+        )
+    finally:
+        for server in servers:
+            server.close()
+            await server.wait_closed()
+
+    assert listener.accepted == 0
+    (row,) = store.trace(result.run_id).tool_calls
+    for spelling in spellings:
+        assert f"{spelling}:{port} HTTP/1.1 403 Forbidden" in row.result
+    ipv4, ipv6 = f"127.0.0.1:{port}", f"[::1]:{port}"
+    assert [(p.target, p.decision, p.rule, p.layer) for p in nets(store, result.run_id)] == [
+        (target, "refused", f"deny net {glob}", "lockdown")
+        for target, glob in [(ipv4, "127.*")] * 4 + [(ipv6, "::1")] * 2
+    ]
 
 
 # -- one check per run, and none outside -----------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import ipaddress
 import textwrap
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from io_harness.errors import ConfigError
 from io_harness.policy import Act, Effect, Layer, Policy, Rule, Verdict, normalise_target
 from io_harness.policy._glob import match_glob
+from io_harness.policy._hosts import canonical_host, host_problem
 
 PROPERTY = settings(max_examples=200, derandomize=True, deadline=None)
 
@@ -257,6 +259,22 @@ def test_a_program_named_by_a_relative_path_is_allowed_only_by_its_whole_path() 
         ("[::1]", "[::1]:8080", True),
         ("[::1]:*", "[::1]:8080", True),
         ("*:22", "host:22", True),
+        # A rule's host is taken in its canonical spelling, as targets are.
+        ("0x7f.0.0.1", "127.0.0.1:80", True),
+        ("2130706433:22", "127.0.0.1:22", True),
+        ("0x7f.0.0.1:22", "127.0.0.1:23", False),
+        ("::1", "[0:0::1]:8080", True),
+        ("[::1]", "::1", True),
+        ("[::ffff:127.0.0.1]:*", "127.0.0.1:22", True),
+        ("0.0.0.0:8000", "127.0.0.1:8000", True),
+        ("LOCALHOST.", "localhost:80", True),
+        ("bücher.de", "xn--bcher-kva.de:443", True),
+        # A host with a wildcard is matched as written, so it names addresses as dotted quads.
+        ("127.*", "[::ffff:127.9.9.9]:80", True),
+        ("127.*", "0x7f.1:80", True),
+        ("*.Example.COM.", "api.example.com.:443", True),
+        ("*.bücher.de", "shop.xn--bcher-kva.de", True),
+        ("0x7f.*", "0x7f.0.0.1", False),
     ],
 )
 def test_net_globs_match_host_port_or_the_bare_host_in_any_case(
@@ -275,6 +293,17 @@ def test_net_globs_match_host_port_or_the_bare_host_in_any_case(
         (Act.READ, "//etc/passwd", "/etc/passwd"),
         (Act.READ, "", "."),
         (Act.NET, " API.Example.com:443 ", "api.example.com:443"),
+        (Act.NET, "Example.COM..:0443", "example.com:443"),
+        (Act.NET, "0x7f.1:80", "127.0.0.1:80"),
+        (Act.NET, "[::FFFF:127.0.0.1]:80", "127.0.0.1:80"),
+        (Act.NET, "::ffff:7f00:1", "127.0.0.1"),
+        (Act.NET, "[0:0::1%eth0]:8080", "[::1]:8080"),
+        (Act.NET, "[::1]", "::1"),
+        (Act.NET, "0.0.0.0:80", "127.0.0.1:80"),
+        (Act.NET, "[::]:80", "[::1]:80"),
+        (Act.NET, "[2002:7f00:1::1]:80", "[2002:7f00:1::1]:80"),  # 6to4 names a relay: kept
+        (Act.NET, "bücher.de", "xn--bcher-kva.de"),
+        (Act.NET, "\uff11\uff12\uff17.\uff10.\uff10.\uff11", "127.0.0.1"),  # full-width digits
         (Act.EXEC, "/usr/bin/Python3", "/usr/bin/Python3"),
         ("write", "./a", "a"),
     ],
@@ -315,6 +344,92 @@ def test_glob_matching_agrees_with_a_reference_matcher(glob: str, text: str) -> 
 def test_normalising_a_target_twice_changes_nothing(act: Act, target: str) -> None:
     once = normalise_target(act, target)
     assert normalise_target(act, once) == once
+
+
+@PROPERTY
+@given(target=st.text("0179afxX.:[]%* ü", min_size=1, max_size=16))
+def test_any_net_target_is_normalised_once_and_decided_without_a_crash(target: str) -> None:
+    once = normalise_target(Act.NET, target)
+    assert normalise_target(Act.NET, once) == once
+    assert Policy.permissive().layer("app").deny_net(target).explain(Act.NET, once).effect in Effect
+    problem = host_problem(target)
+    assert problem is None or target in problem or repr(target) in problem
+
+
+# Every spelling of an IPv4 address is that address
+
+
+def inet_aton_part(value: int) -> st.SearchStrategy[str]:
+    """One part of an inet_aton spelling: decimal, octal or hex, with leading zeros."""
+    zeros = st.integers(0, 3).map(lambda count: "0" * count)
+    return st.one_of(
+        st.just(str(value)),
+        zeros.map(lambda pad: f"0{pad}{value:o}"),
+        st.tuples(st.sampled_from(["0x", "0X"]), zeros).map(
+            lambda prefix: f"{prefix[0]}{prefix[1]}{value:x}"
+        ),
+    )
+
+
+ANY_IPV4 = st.integers(0, 2**32 - 1)
+
+
+@st.composite
+def ipv4_spellings(
+    draw: st.DrawFn, addresses: st.SearchStrategy[int] = ANY_IPV4
+) -> tuple[str, str]:
+    """An IPv4 address spelled one of the ways that reach it, and its canonical form."""
+    value = draw(addresses)
+    address = ipaddress.IPv4Address(value)
+    canonical = "127.0.0.1" if value == 0 else str(address)  # 0.0.0.0 reaches this machine
+    high, low = value >> 16, value & 0xFFFF
+    ipv6_forms = [
+        f"::ffff:{address}",
+        f"::FFFF:{high:X}:{low:X}",
+        f"0:0:0:0:0:ffff:{high:04x}:{low:04x}",
+        f"64:ff9b::{address}",
+        *([f"::{address}"] if value > 1 else []),  # ::0.0.0.1 is ::1, loopback's own
+    ]
+    form = draw(st.sampled_from(["inet_aton", *ipv6_forms]))
+    if form != "inet_aton":
+        zone = draw(st.sampled_from(["", "%eth0", "%25lo"]))
+        return f"[{form}{zone}]", canonical
+    count = draw(st.integers(1, 4))
+    octets = value.to_bytes(4, "big")
+    parts = [*octets[: count - 1], int.from_bytes(octets[count - 1 :], "big")]
+    spelled = ".".join(draw(inet_aton_part(part)) for part in parts)
+    return spelled + "." * draw(st.integers(0, 2)), canonical
+
+
+@PROPERTY
+@given(spelled=ipv4_spellings(), port=st.none() | st.integers(1, 65535))
+def test_every_spelling_of_an_ipv4_address_is_decided_as_its_dotted_quad(
+    spelled: tuple[str, str], port: int | None
+) -> None:
+    spelling, canonical = spelled
+    target = spelling if port is None else f"{spelling}:{port}"
+    expected = canonical if port is None else f"{canonical}:{port}"
+    assert canonical_host(spelling) == canonical
+    assert host_problem(spelling) is None  # the proxy and the transport take it, as this
+    assert normalise_target(Act.NET, target) == expected
+
+    verdict = Policy.permissive().layer("lockdown").deny_net(canonical).explain(Act.NET, target)
+    assert (verdict.effect, str(verdict.rule), verdict.target) == (
+        Effect.DENY,
+        f"deny net {canonical}",
+        expected,
+    )
+    # A rule written in the spelling means the address too.
+    spelled_rule = Policy.permissive().layer("lockdown").deny_net(spelling)
+    assert spelled_rule.explain(Act.NET, expected).effect is Effect.DENY
+
+
+@PROPERTY
+@given(spelled=ipv4_spellings(st.integers(0x7F00_0000, 0x7FFF_FFFF)))
+def test_a_wildcard_deny_of_loopback_refuses_every_spelling_of_it(spelled: tuple[str, str]) -> None:
+    spelling, _ = spelled
+    policy = Policy.permissive().layer("lockdown").deny_net("127.*")
+    assert policy.explain(Act.NET, f"{spelling}:8080").effect is Effect.DENY
 
 
 # The builder

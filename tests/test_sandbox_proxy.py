@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from io_harness.errors import ConfigError
+from io_harness.policy import Act, Effect, Policy, Verdict
 from io_harness.sandbox._proxy import NetProxy, ProxyDecision, net_target
 
 
@@ -219,11 +220,15 @@ async def test_a_raising_check_refuses_and_the_proxy_carries_on(
         b"CONNECT example.com:443 HTTP/1.1\r\n folded: header\r\n\r\n",
         b"CONNECT example.com:443 HTTP/1.1\r\nX-Bad: a\nb\r\n\r\n",
         "CONNECT exämple.com:443 HTTP/1.1\r\n\r\n".encode(),
-        b"CONNECT [::1%eth0]:443 HTTP/1.1\r\n\r\n",
         b"CONNECT [not-v6]:443 HTTP/1.1\r\n\r\n",
-        b"CONNECT 0177.0.0.1:80 HTTP/1.1\r\n\r\n",
-        b"CONNECT 2130706433:80 HTTP/1.1\r\n\r\n",
-        b"CONNECT 0x7f.1:80 HTTP/1.1\r\n\r\n",
+        b"CONNECT [127.0.0.1]:80 HTTP/1.1\r\n\r\n",
+        b"CONNECT [::ffff:0x7f.1]:80 HTTP/1.1\r\n\r\n",
+        b"CONNECT 127%2e0.0.1:80 HTTP/1.1\r\n\r\n",
+        b"CONNECT %31%32%37.0.0.1:80 HTTP/1.1\r\n\r\n",
+        b"CONNECT 09.0.0.1:80 HTTP/1.1\r\n\r\n",
+        b"CONNECT 1.2.3.4.5:80 HTTP/1.1\r\n\r\n",
+        b"CONNECT 4294967296:80 HTTP/1.1\r\n\r\n",
+        b"CONNECT ::1:80 HTTP/1.1\r\n\r\n",
         b"CONNECT example.com:443 HTTP/1.1\n\n",  # bare line feeds: never a complete head
         b"CONNECT example.com:443 HTTP/1.1\r\n",  # the client stops half-way
     ],
@@ -235,6 +240,137 @@ async def test_a_malformed_request_gets_400(sock_path: Path, request_bytes: byte
     assert status(response) == 400
     assert b"Connection: close" in response
     assert proxy.decisions == ()
+
+
+# -- an address has one spelling -------------------------------------------------------------
+
+
+class Listener:
+    """A TCP listener on 127.0.0.1, and on ::1 at the same port where the machine has IPv6,
+    that counts the connections it accepts and closes each at once."""
+
+    def __init__(self) -> None:
+        self.port = 0
+        self.accepted = 0
+
+    def accept(self, _reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
+        writer.close()
+
+
+@pytest.fixture
+async def listener() -> AsyncIterator[Listener]:
+    server = Listener()
+    servers = [await asyncio.start_server(server.accept, "127.0.0.1", 0)]
+    server.port = servers[0].sockets[0].getsockname()[1]
+    with contextlib.suppress(OSError):  # no IPv6 loopback here: the IPv4 listener is the target
+        servers.append(await asyncio.start_server(server.accept, "::1", server.port))
+    yield server
+    for each in servers:
+        each.close()
+        await each.wait_closed()
+
+
+LOCKDOWN = Policy.permissive().layer("lockdown").deny_net("127.*", "127.0.0.1", "::1", "localhost")
+
+# Each spelling, the one form the proxy decides and connects to, and the rule that refuses it.
+SPELLINGS = [
+    *(
+        (spelling, "127.0.0.1", "127.*")
+        for spelling in (
+            "127.0.0.1",
+            "127.1",
+            "127.0.1",
+            "0177.0.0.1",
+            "0177.1",
+            "0x7f.0.0.1",
+            "0X7F.1",
+            "0x7f000001",
+            "2130706433",
+            "017700000001",
+            "127.000.000.001",
+            "0x000000007f.0.0.0x01",
+            "127.0.0.1.",
+            "127.0.0.1..",
+            "0.0.0.0",  # a connection to the unspecified address reaches this machine
+            "0",
+            "0x0",
+            "[::ffff:127.0.0.1]",
+            "[::FFFF:7F00:1]",
+            "[0:0:0:0:0:ffff:7f00:1]",
+            "[::ffff:127.0.0.1%lo]",
+            "[::ffff:0.0.0.0]",
+            "[::127.0.0.1]",
+            "[64:ff9b::127.0.0.1]",
+        )
+    ),
+    ("127.2.3.4", "127.2.3.4", "127.*"),
+    *(
+        (spelling, "::1", "::1")
+        for spelling in (
+            "[::1]",
+            "[0:0:0:0:0:0:0:1]",
+            "[::0:1]",
+            "[0000::0001]",
+            "[::1%lo]",
+            "[::]",
+        )
+    ),
+    *(
+        (spelling, "localhost", "localhost")
+        for spelling in ("LOCALHOST", "localhost.", "LocalHost..")
+    ),
+]
+
+
+@pytest.mark.parametrize(("spelling", "canonical", "glob"), SPELLINGS)
+async def test_no_spelling_of_a_denied_address_reaches_it_through_the_proxy(
+    sock_path: Path, listener: Listener, spelling: str, canonical: str, glob: str
+) -> None:
+    verdicts: list[Verdict] = []
+
+    async def check(host: str, port: int) -> bool:
+        verdict = LOCKDOWN.explain(Act.NET, net_target(host, port))
+        verdicts.append(verdict)
+        return verdict.effect is Effect.ALLOW
+
+    asked = f"{spelling}:{listener.port}"
+    async with NetProxy(sock_path, allow_hosts=("*",), net_check=check) as proxy:
+        response = await exchange(sock_path, connect_line(asked))
+
+    target = net_target(canonical, listener.port)
+    assert status(response) == 403, response
+    assert body(response).startswith(f"the network check refused {target}")
+    [verdict] = verdicts
+    assert (verdict.target, verdict.layer, str(verdict.rule)) == (
+        target,
+        "lockdown",
+        f"deny net {glob}",
+    )
+    [decision] = proxy.decisions
+    assert (decision.target, decision.allowed) == (target, False)
+    if asked.lower() != target:
+        assert decision.reason.endswith(f"(asked for {asked})")
+    assert listener.accepted == 0
+
+
+@pytest.mark.parametrize("spelling", ["0x7f.1", "2130706433", "[::ffff:127.0.0.1]", "127.0.0.1."])
+async def test_an_allowed_spelling_is_connected_to_as_the_address_that_was_checked(
+    sock_path: Path, echo: Echo, spelling: str
+) -> None:
+    asked: list[tuple[str, int]] = []
+
+    async def check(host: str, port: int) -> bool:
+        asked.append((host, port))
+        return True
+
+    # The echo listens on IPv4 only: a mapped address gets through only as 127.0.0.1.
+    async with NetProxy(sock_path, allow_hosts=("127.0.0.1",), net_check=check) as proxy:
+        answer = await exchange(sock_path, connect_line(f"{spelling}:{echo.port}") + b"ping")
+
+    assert answer.endswith(b"\r\n\r\nping")
+    assert asked == [("127.0.0.1", echo.port)]
+    assert [(d.host, d.allowed) for d in proxy.decisions] == [("127.0.0.1", True)]
 
 
 async def test_other_methods_get_405(sock_path: Path) -> None:

@@ -6,7 +6,9 @@ HTTP, each hop of a redirect the caller chose to follow) passes
 task about ``host:port`` before the request reaches httpx2's connection pool,
 so a refused connection never gets a socket. A refusal raises
 :class:`~io_harness.errors.RefusedError`; a provider turns it into
-``ProviderError("refused")``, which is never retried.
+``ProviderError("refused")``, which is never retried. The host is taken in
+its canonical spelling (:mod:`io_harness.policy._hosts`) and the request is
+sent to that spelling, so the address connected to is the one checked.
 
 The check lives in a :mod:`contextvars` variable. A run sets its own around
 its steps (:class:`RunNet`), so runs at once in one process each see theirs,
@@ -31,6 +33,12 @@ from typing import TYPE_CHECKING, Self, TypedDict, Unpack, cast
 from io_harness.errors import ConfigError, RefusedError
 from io_harness.policy._approval import Decision
 from io_harness.policy._gate import Access, Gate
+from io_harness.policy._hosts import (
+    canonical_host,
+    canonical_net_target,
+    host_problem,
+    join_net_target,
+)
 from io_harness.policy._policy import PROVIDER_LAYER, Policy
 from io_harness.policy._rules import (
     Act,
@@ -194,12 +202,14 @@ class RunNet:
 
 
 def url_target(url: httpx2.URL) -> str:
-    """``host:port`` of a URL as net rules see it: the port defaulted from the scheme."""
-    host = url.host
-    if ":" in host:  # an IPv6 address
-        host = f"[{host}]"
+    """``host:port`` of a URL in the canonical form net rules match: the port defaulted from
+    the scheme, a name as httpx2 sends it (IDNA-encoded), an address in its one spelling."""
     port = url.port or _DEFAULT_PORTS.get(url.scheme)
-    return f"{host}:{port}" if port is not None else host
+    return canonical_net_target(join_net_target(_raw_host(url), port))
+
+
+def _raw_host(url: httpx2.URL) -> str:
+    return url.raw_host.decode("ascii", "replace")
 
 
 class CheckedTransport:
@@ -208,7 +218,10 @@ class CheckedTransport:
     It wraps ``inner`` (an ``httpx2.AsyncHTTPTransport``) and has httpx2's
     transport interface without subclassing it, so this module loads without
     httpx2. ``for_provider`` marks the provider's own clients. A check that
-    raises refuses the connection: a broken check never lets one through.
+    raises refuses the connection: a broken check never lets one through. A
+    checked request goes to its host's canonical spelling (its ``Host``
+    header unchanged), and a host that is neither an address nor a name
+    (``127%2e0.0.1``) is refused before the check is asked.
     """
 
     def __init__(self, inner: httpx2.AsyncBaseTransport, *, for_provider: bool = False) -> None:
@@ -220,12 +233,19 @@ class CheckedTransport:
         check = _current.get()
         if check is not None:
             target = url_target(request.url)
-            try:
-                refused = check(target, self.for_provider)
-            except Exception as exc:
-                refused = f"the network check failed: {type(exc).__name__}: {exc}"
+            host = _raw_host(request.url)
+            refused = host_problem(host)
+            if refused is None:
+                try:
+                    refused = check(target, self.for_provider)
+                except Exception as exc:
+                    refused = f"the network check failed: {type(exc).__name__}: {exc}"
             if refused is not None:
                 raise RefusedError(f"connecting to {target}: {refused}")
+            canonical = canonical_host(host)
+            if canonical != host:
+                # The resolver must not read the checked spelling its own way: send the one checked.
+                request.url = request.url.copy_with(host=canonical)
         return await self._inner.handle_async_request(request)
 
     async def aclose(self) -> None:

@@ -16,7 +16,9 @@ a reason, or defers the act past the process's exit.
 Globs have two wildcards, ``*`` (any run of characters, ``/`` included) and
 ``?`` (one character), and match the whole target. Path and program globs
 also match the target's last part, so ``.env`` applies at any depth; net
-globs match ``host:port`` or the bare host, in any letter case.
+globs match ``host:port`` or the bare host, in any letter case, every
+spelling of an address as that address (``0x7f.1`` and ``[::ffff:127.0.0.1]``
+are ``127.0.0.1``).
 """
 
 from __future__ import annotations

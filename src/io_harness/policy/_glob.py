@@ -16,7 +16,6 @@ import re
 __all__ = [
     "host_candidates",
     "match_glob",
-    "normalise_host",
     "normalise_path",
     "path_candidates",
 ]
@@ -54,11 +53,6 @@ def normalise_path(target: str) -> str:
     if path.startswith("//"):
         path = "/" + path.lstrip("/")
     return path
-
-
-def normalise_host(target: str) -> str:
-    """A ``host`` or ``host:port`` as rules see it: no surrounding blanks, lower case."""
-    return target.strip().lower()
 
 
 def path_candidates(path: str) -> tuple[str, ...]:

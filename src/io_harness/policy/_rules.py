@@ -12,10 +12,10 @@ from io_harness.errors import ConfigError
 from io_harness.policy._glob import (
     host_candidates,
     match_glob,
-    normalise_host,
     normalise_path,
     path_candidates,
 )
+from io_harness.policy._hosts import canonical_net_glob, canonical_net_target
 
 __all__ = [
     "Act",
@@ -28,6 +28,7 @@ __all__ = [
     "decide",
     "glob_problem",
     "match_texts",
+    "matched_glob",
     "matches_any",
     "normalise_target",
     "target_matches",
@@ -99,14 +100,16 @@ def normalise_target(act: Act | str, target: str) -> str:
     """The form of ``target`` that rules are matched against and verdicts report.
 
     Paths (``read``, ``write``) get ``/`` separators and lose ``.`` parts,
-    ``x/..`` pairs and a leading ``./``; hosts (``net``) are lower-cased;
-    programs (``exec``) are kept as given. Doing this twice changes nothing.
+    ``x/..`` pairs and a leading ``./``; hosts (``net``) take their one
+    canonical spelling (``0x7f.1:0080`` is ``127.0.0.1:80``, see
+    :mod:`io_harness.policy._hosts`); programs (``exec``) are kept as given.
+    Doing this twice changes nothing.
     """
     act = as_act(act)
     if act in (Act.READ, Act.WRITE):
         return normalise_path(target)
     if act is Act.NET:
-        return normalise_host(target)
+        return canonical_net_target(target)
     return target
 
 
@@ -116,11 +119,17 @@ def target_matches(act: Act, glob: str, target: str) -> bool:
     A path or program matches when the glob matches it whole or its last part;
     a path glob that begins with ``./`` is anchored at the workspace root and
     matches the whole path only. A net target matches when the glob matches
-    ``host:port`` or the bare host, in any letter case.
+    ``host:port`` or the bare host, in any letter case, the glob's host taken in
+    its canonical spelling when it holds no wildcard (``[::1]`` means ``::1``).
     """
     if act in (Act.READ, Act.WRITE) and glob.startswith("./"):
         return match_glob(glob[2:], target)
-    return matches_any(glob, match_texts(act, target), fold_case=act is Act.NET)
+    return matches_any(matched_glob(act, glob), match_texts(act, target), fold_case=act is Act.NET)
+
+
+def matched_glob(act: Act, glob: str) -> str:
+    """The form of a rule's ``glob`` that targets of ``act`` are matched against."""
+    return canonical_net_glob(glob) if act is Act.NET else glob
 
 
 def match_texts(act: Act, target: str) -> tuple[str, ...]:
@@ -224,7 +233,7 @@ def decide(layers: Iterable[Layer], act: Act, target: str, default: Effect) -> V
                 if (
                     rule.act is act
                     and rule.effect is effect
-                    and matches_any(rule.glob, tried, fold_case=fold_case)
+                    and matches_any(matched_glob(act, rule.glob), tried, fold_case=fold_case)
                 ):
                     return Verdict(
                         act=act, target=target, effect=effect, rule=rule, layer=layer.name

@@ -4,17 +4,18 @@ A sandboxed command has no route out (its own network namespace, or a seccomp
 filter that denies every socket family but ``AF_UNIX``). With
 ``network="allow_list"`` the harness runs a :class:`NetProxy` for the command's
 lifetime on a Unix socket in a folder bound into the sandbox. A program inside
-connects to it and sends ``CONNECT host:port HTTP/1.1``; the proxy opens the
-connection only when ``host:port`` matches the allow list *and* the
-per-connection check (the policy's ``NET host:port``) agrees, then relays bytes
-both ways. Every answer is recorded as a :class:`ProxyDecision`.
+connects to it and sends ``CONNECT host:port HTTP/1.1``; the proxy takes the
+host's canonical spelling (``0x7f.1`` and ``[::ffff:127.0.0.1]`` are
+``127.0.0.1``; see :mod:`io_harness.policy._hosts`), opens the connection to
+that spelling only when it matches the allow list *and* the per-connection
+check (the policy's ``NET host:port``) agrees, then relays bytes both ways.
+Every answer is recorded as a :class:`ProxyDecision`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import os
 import re
 from collections.abc import Sequence
@@ -24,6 +25,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from io_harness.errors import ConfigError
+from io_harness.policy._hosts import canonical_host, host_problem, join_net_target
 from io_harness.policy._rules import Act, glob_problem, normalise_target, target_matches
 from io_harness.sandbox._types import NetCheck
 
@@ -32,7 +34,9 @@ __all__ = ["NetProxy", "ProxyDecision", "net_target"]
 _CHUNK = 64 * 1024
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _FIELD_VALUE = re.compile(r"[\t -~]*")
-_HOSTNAME = re.compile(r"(?:[A-Za-z0-9_-]{1,63}\.)*[A-Za-z0-9_-]{1,63}")
+# What a host may be spelled with; host_problem then decides what the spelling means.
+_SPELLED_NAME = re.compile(r"(?:[A-Za-z0-9_-]{1,63}\.)*[A-Za-z0-9_-]{1,63}\.*")
+_SPELLED_IPV6 = re.compile(r"\[[0-9A-Za-z:.%_~-]+\]")
 _PORT = re.compile(r"[0-9]{1,5}")
 _PHRASES = {
     400: "Bad Request",
@@ -46,17 +50,19 @@ _PHRASES = {
 
 
 def net_target(host: str, port: int) -> str:
-    """``host:port`` as net rules see it; an IPv6 host goes in brackets (``[::1]:443``)."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    """``host:port`` of a canonical host; an IPv6 host goes in brackets (``[::1]:443``)."""
+    return join_net_target(host, port)
 
 
 @dataclass(frozen=True, slots=True)
 class ProxyDecision:
     """The proxy's answer to one ``CONNECT``: let through or refused, and why.
 
-    ``host`` is lower-cased (an IPv6 address in its short form, without
-    brackets). An allowed connection that then fails to connect is still
-    recorded as allowed; the program sees ``502``.
+    ``host`` is the canonical spelling of the host asked for (an IPv6 address
+    in its short form, without brackets), the one that was checked and
+    connected to; ``reason`` names the spelling asked for when it differs. An
+    allowed connection that then fails to connect is still recorded as
+    allowed; the program sees ``502``.
     """
 
     host: str
@@ -193,8 +199,9 @@ class NetProxy:
         upstream: asyncio.StreamWriter | None = None
         try:
             try:
-                host, port = await self._read_request(reader)
-                await self._decide(host, port)
+                host, port, asked = await self._read_request(reader)
+                await self._decide(host, port, asked)
+                # The canonical host: what was checked is what is connected to.
                 upstream_reader, upstream = await self._connect(host, port)
             except _Refused as refused:
                 writer.write(_response(refused.status, refused.reason))
@@ -210,7 +217,7 @@ class NetProxy:
                 if side is not None:
                     await self._close(side)
 
-    async def _read_request(self, reader: asyncio.StreamReader) -> tuple[str, int]:
+    async def _read_request(self, reader: asyncio.StreamReader) -> tuple[str, int, str]:
         try:
             async with asyncio.timeout(self._header_timeout):
                 head = await reader.readuntil(b"\r\n\r\n")
@@ -222,8 +229,10 @@ class NetProxy:
             raise _Refused(400, "the connection ended before the request did") from None
         return _parse(head)
 
-    async def _decide(self, host: str, port: int) -> None:
+    async def _decide(self, host: str, port: int, asked: str) -> None:
         allowed, reason = await self._check(host, port)
+        if asked.lower() != net_target(host, port):
+            reason = f"{reason} (asked for {asked})"
         self._decisions.append(ProxyDecision(host, port, allowed, _one_line(reason)))
         if not allowed:
             raise _Refused(403, reason)
@@ -262,8 +271,9 @@ class NetProxy:
             await writer.wait_closed()
 
 
-def _parse(head: bytes) -> tuple[str, int]:
-    """The ``host`` and ``port`` of a ``CONNECT`` request head, or :class:`_Refused`."""
+def _parse(head: bytes) -> tuple[str, int, str]:
+    """The canonical ``host``, the ``port`` and the target as asked of a ``CONNECT`` request
+    head, or :class:`_Refused`."""
     try:
         text = head.decode("ascii")
     except UnicodeDecodeError:
@@ -283,32 +293,21 @@ def _parse(head: bytes) -> tuple[str, int]:
     method, authority, _ = parts
     if method != "CONNECT":
         raise _Refused(405, f"only CONNECT is supported, not {method}")
-    return _authority(authority)
+    host, port = _authority(authority)
+    return host, port, authority
 
 
 def _authority(authority: str) -> tuple[str, int]:
-    """``host:port`` split and checked; the host lower-cased, IPv6 unbracketed and short."""
+    """``host:port`` split and checked, the host in its canonical spelling."""
     host, colon, port_text = authority.rpartition(":")
     if not colon or not _PORT.fullmatch(port_text) or not 0 < int(port_text) < 65536:
         raise _Refused(400, "the target must be host:port with a port from 1 to 65535")
-    if host.startswith("[") and host.endswith("]"):
-        try:
-            if "%" in host:
-                raise ValueError(host)
-            return ipaddress.IPv6Address(host[1:-1]).compressed, int(port_text)
-        except ValueError:
-            raise _Refused(400, "the target's IPv6 address is malformed") from None
-    if len(host) > 253 or not _HOSTNAME.fullmatch(host):
+    if not (_SPELLED_IPV6.fullmatch(host) or _SPELLED_NAME.fullmatch(host)):
         raise _Refused(400, "the target's host is malformed")
-    # The resolver reads 0177.1, 2130706433 or 0x7f.1 as addresses; rules match text, so a
-    # host that looks numeric (no name's last label starts with a digit) must be dotted-quad.
-    if host.rpartition(".")[2][0].isdigit():
-        try:
-            if str(ipaddress.IPv4Address(host)) != host:
-                raise ValueError(host)
-        except ValueError:
-            raise _Refused(400, "a numeric host must be a dotted-quad IPv4 address") from None
-    return host.lower(), int(port_text)
+    problem = host_problem(host)
+    if problem is not None:
+        raise _Refused(400, problem)
+    return canonical_host(host), int(port_text)
 
 
 async def _relay(
