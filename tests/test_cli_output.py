@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -14,8 +15,17 @@ from pathlib import Path
 import pytest
 
 import crash_worker
-from io_harness import Record, Store, TaskContract, Usage, WorkspaceFileContains, run_sync
+from io_harness import (
+    Budget,
+    Record,
+    Store,
+    TaskContract,
+    Usage,
+    WorkspaceFileContains,
+    run_sync,
+)
 from io_harness.cli import main
+from io_harness.cli._text import shown
 from io_harness.errors import ProviderError
 from io_harness.testing import ScriptedProvider, call, reply
 
@@ -373,3 +383,144 @@ def test_ioh_show_cuts_a_long_argument_visibly(
     out = capsys.readouterr().out
     assert 'path="done.txt"' in out  # a short argument is whole
     assert f'content="done {"y" * 34}… [+167 chars]' in out
+
+
+# -- every text from a run is inert on a terminal -----------------------------------------------
+
+HOSTILE = (
+    "\x1b[2K\r\x1b]0;ok\x07\x9b1A\x9d0;ok\x07\u202etxt.exe\u2066\u2069\u200b\u2028\ufeff"
+    "[bold red]styled[/] :white_check_mark:"
+)
+"""What a model writes to hide or redraw what ``ioh`` prints: erase the line and go back to its
+start (ESC [2K, CR), retitle the window (OSC), a C1 CSI and OSC, a right-to-left override and
+an isolate, a zero-width space, a line separator, a byte-order mark, rich markup and an emoji
+code (``ioh``'s own marks are text and colour; a model's must not pass for them)."""
+HOSTILE_SHOWN = (
+    "\\x1b[2K\\r\\x1b]0;ok\\x07\\x9b1A\\x9d0;ok\\x07\\u202etxt.exe\\u2066\\u2069\\u200b\\u2028\\ufeff"
+    "[bold red]styled[/] :white_check_mark:"
+)
+""":data:`HOSTILE` as ``ioh`` prints it: every character escaped, none dropped."""
+ACTIVE = ["\x1b", "\x07", "\r", "\x9b", "\x9d", "\u202e", "\u2066", "\u2069", "\u200b", "\u2028"]
+ACTIVE += ["\ufeff", "\u2705"]  # the byte-order mark, and the emoji :white_check_mark: names
+
+
+def active_in(printed: str) -> list[str]:
+    """The characters of :data:`ACTIVE` in what ``ioh`` printed, as the terminal gets them."""
+    sent = printed.encode()
+    return [char for char in ACTIVE if char.encode() in sent]
+
+
+@pytest.fixture
+def hostile_run(tmp_path: Path) -> tuple[Path, str]:
+    """A store with one run whose id, goal, model text, tool calls and results hold
+    :data:`HOSTILE`; the store, and the run's id."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    provider = ScriptedProvider(
+        [
+            reply(
+                f"said {HOSTILE}\nand more",
+                calls=[
+                    call("write_file", path=f"n{HOSTILE}.txt", content=f"c{HOSTILE}"),
+                    call("read_file", path=f"x{HOSTILE}"),
+                ],
+            )
+        ]
+    )
+    contract = TaskContract.workspace(
+        f"goal {HOSTILE}",
+        root,
+        WorkspaceFileContains("done.txt", "done"),
+        budget=Budget(max_steps=1),
+    )
+    with Store.open(tmp_path / "runs.db") as store:
+        result = run_sync(contract, provider, store=store, run_id=f"r{HOSTILE}")
+    return tmp_path / "runs.db", result.run_id
+
+
+@pytest.mark.parametrize("terminal", [False, True], ids=["piped", "terminal"])
+@pytest.mark.parametrize("view", [[], ["--view", "model"]], ids=["transcript", "model"])
+def test_ioh_show_prints_a_runs_hostile_text_inert_in_every_view(
+    hostile_run: tuple[Path, str],
+    view: list[str],
+    terminal: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    store, run_id = hostile_run
+    if terminal:
+        at_a_terminal(monkeypatch, columns=400)
+
+    assert main(["show", run_id, *view, "--store", str(store)]) == 0
+
+    out = capsys.readouterr().out
+    assert active_in(out) == [], out
+    assert f"\ngoal: goal {HOSTILE_SHOWN}\n" in out
+    assert f"r{HOSTILE_SHOWN}  " in out
+    if view:
+        assert f"\n  said {HOSTILE_SHOWN}\n  and more\n" in out  # the model's text, whole
+    else:
+        assert 'write_file(path="n\\u001b[2K\\r\\u001b]0;ok\\u0007\\u009b1A' in out
+
+
+@pytest.mark.parametrize("terminal", [False, True], ids=["piped", "terminal"])
+def test_ioh_runs_prints_a_hostile_run_id_and_goal_inert(
+    hostile_run: tuple[Path, str],
+    terminal: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    store, _ = hostile_run
+    if terminal:
+        at_a_terminal(monkeypatch, columns=400)
+
+    assert main(["runs", "--store", str(store)]) == 0
+
+    out = capsys.readouterr().out
+    assert active_in(out) == [], out
+    (row,) = [line for line in out.splitlines() if line.startswith("r\\x1b")]
+    assert row.startswith(f"r{HOSTILE_SHOWN}  ") and row.endswith(f"goal {HOSTILE_SHOWN}")
+
+
+def test_ioh_show_json_escapes_control_and_format_characters_and_parses_to_the_stored_text(
+    hostile_run: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, run_id = hostile_run
+
+    assert main(["show", run_id, "--json", "--store", str(store)]) == 0
+
+    out = capsys.readouterr().out
+    assert active_in(out) == [], out
+    assert "\\u009b1A\\u009d0;ok\\u0007\\u202etxt.exe\\u2066\\u2069\\u200b\\u2028\\ufeff" in out
+    with Store.open(store) as opened:
+        stored = json.loads(opened.trace(run_id).model_dump_json())
+    assert json.loads(out) == stored
+    assert stored["run"]["goal"] == f"goal {HOSTILE}"
+
+
+@pytest.mark.parametrize(
+    ("text", "printed"),
+    [
+        ("\x1b[31m", "\\x1b[31m"),
+        ("\x00\x08\x0b\x0c\x7f", "\\x00\\x08\\x0b\\x0c\\x7f"),
+        ("\x85\x9b\x9d\x9f", "\\x85\\x9b\\x9d\\x9f"),
+        ("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e", "\\u061c\\u200e\\u200f\\u202a"),
+        ("\u2066\u2067\u2068\u2069", "\\u2066\\u2067\\u2068\\u2069"),
+        ("a\u200b\u200c\u200d\u2060b", "a\\u200b\\u200c\\u200d\\u2060b"),
+        ("\ufeff\u00ad\u2028\u2029", "\\ufeff\\xad\\u2028\\u2029"),
+        ("\u3164\u115f\U000e0041", "\\u3164\\u115f\\U000e0041"),
+        ("\ud800", "\\ud800"),  # a lone surrogate, which no terminal encoding can write
+        ("x\ufe0f\ufe0f", "x\ufe0f\\ufe0f"),  # one presentation selector styles x; two hide
+        ("tab\tand\nnewline", "tab\tand\nnewline"),
+        ("café ⚠\ufe0f 日本", "café ⚠\ufe0f 日本"),
+    ],
+)
+def test_every_character_that_could_act_on_a_terminal_or_hide_text_is_printed_as_its_escape(
+    text: str, printed: str
+) -> None:
+    assert printed in shown(text)
+    assert shown(shown(text)) == shown(text)  # what is escaped is ASCII, never escaped again
+
+
+def test_a_value_printed_on_one_line_shows_its_tabs_and_newlines() -> None:
+    assert shown("a\tpath\nwants: x", one_line=True) == "a\\tpath\\nwants: x"

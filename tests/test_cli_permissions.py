@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -277,3 +279,62 @@ async def test_a_bad_provider_label_is_said_before_any_decision_is_stored(
     with Store.open(project.store) as store:
         (row,) = store.approvals("lib")
         assert row.status == "pending"
+
+
+# -- what a model asks for is shown inert ------------------------------------------------------
+
+HOSTILE = "\x1b[2K\r\x1b]0;ok\x07\x9b1A\x9d0;ok\x07\u202etxt.exe\u2066\u2069\u200b\u2028"
+"""What a model writes to redraw a prompt: erase the line and go back to its start (ESC [2K,
+CR), retitle the window (OSC), a C1 CSI and OSC, a right-to-left override and an isolate, a
+zero-width space and a line separator."""
+HOSTILE_SHOWN = (
+    "\\x1b[2K\\r\\x1b]0;ok\\x07\\x9b1A\\x9d0;ok\\x07\\u202etxt.exe\\u2066\\u2069\\u200b\\u2028"
+)
+ACTIVE = ["\x1b", "\x07", "\r", "\x9b", "\x9d", "\u202e", "\u2066", "\u2069", "\u200b", "\u2028"]
+HOSTILE_ARGV = ["echo", "a b", f"-c{HOSTILE}\nwants:  read x"]
+ARGV_SHOWN = f"['echo', 'a b', '-c{HOSTILE_SHOWN}\\nwants:  read x']"
+"""How :data:`HOSTILE_ARGV` is shown: each argument quoted, so none passes for two."""
+
+
+def active_in(printed: str) -> list[str]:
+    """The characters of :data:`ACTIVE` in what ``ioh`` printed, as the terminal gets them."""
+    return [char for char in ACTIVE if char.encode() in printed.encode()]
+
+
+def test_the_prompt_pending_and_a_decision_show_a_hostile_command_inert(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = Project(tmp_path)
+    project.contract.write_text(
+        'goal = "run it"\nroot = "ws"\ntools = ["exec"]\n'
+        + WANTS_HELLO
+        + '[budget]\nmax_retries = 0\nmax_steps = 3\n[policy]\nbase = "guarded"\n'
+    )
+    running = chat_stream(
+        "Running.",
+        tool_calls=[("call_x", "exec", json.dumps({"argv": HOSTILE_ARGV}))],
+        usage=usage(10, 5),
+    )
+    monkeypatch.setattr(sys, "stdin", io.StringIO("d\n"))  # the person at the prompt defers
+    with LoopbackServer([running, text_reply()]) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        status = project.ioh(
+            "run", str(project.contract), "--provider", "openai:gpt-test", "--run-id", "r1",
+            "--approve", "ask", "--no-sandbox",
+        )  # fmt: skip
+    asked = capsys.readouterr()
+    assert project.ioh("pending") == 0
+    pending = capsys.readouterr().out
+    assert project.ioh("deny", "r1", "--reason", "no", "--no-resume") == 0
+    denied = capsys.readouterr().out
+
+    assert status == 3, asked
+    assert "── approval needed" in asked.err
+    for printed in (asked.err, asked.out, pending, denied):
+        assert active_in(printed) == [], printed
+    assert f"\ncommand:   {ARGV_SHOWN}\n" in asked.err
+    assert f"\n  command: {ARGV_SHOWN}\n" in pending
+    # What a one-line summary says of the command: its newline shown, not broken at.
+    assert f"exec echo a b -c{HOSTILE_SHOWN}\\nwants:  read x (exec)" in pending
+    assert f"denied: exec echo a b -c{HOSTILE_SHOWN}\\nwants:  read x (exec)" in denied

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from io_harness import (
+    NO_SANDBOX,
     Act,
     ApprovalContext,
     ApprovalRequest,
@@ -272,7 +273,7 @@ async def test_remembered_rules_are_stored_with_the_run_and_hold_after_a_resume(
     ]
 
 
-async def test_a_path_through_a_symlink_is_checked_where_it_really_leads(repo: Path) -> None:
+async def test_a_path_through_a_symlink_is_refused_naming_where_it_leads(repo: Path) -> None:
     (repo / "src" / "innocent.txt").symlink_to(repo / "secrets" / "token.txt")
     provider = ScriptedProvider(
         [
@@ -288,7 +289,7 @@ async def test_a_path_through_a_symlink_is_checked_where_it_really_leads(repo: P
     await run(contract(repo), provider, policy=app_policy(), approver=DenyAll())
 
     link, dotted = observations(provider, 1)
-    assert "refused by the policy: read secrets/token.txt: deny" in link
+    assert "symlinks are not followed: use the path 'secrets/token.txt' instead" in link
     assert "hunter2" not in link and "hunter2" not in dotted
     assert "contains '..'" in dotted
 
@@ -543,8 +544,58 @@ async def test_the_stdin_approver_shows_the_diff_and_reads_the_answer(
 
     assert decision == expected
     shown = out.getvalue()
-    assert "wants:  write src/app.py (write_file)" in shown
-    assert "+x" in shown and "the default for write" in shown
+    assert "wants:     write src/app.py (write_file)\n" in shown
+    assert '\narguments: {"path": "src/app.py", "content": "x"}\n' in shown
+    assert "\n  +x\n" in shown and "\nasked by the default for write\n" in shown
+
+
+HOSTILE = "\x1b[2K\r\x1b]0;ok\x07\x9b1A\x9d0;ok\x07\u202etxt.exe\u2066\u2069\u200b\u2028"
+"""What a model writes to redraw a prompt: erase the line and go back to its start (ESC [2K,
+CR), retitle the window (OSC), a C1 CSI and OSC, a right-to-left override and an isolate, a
+zero-width space and a line separator."""
+HOSTILE_SHOWN = (
+    "\\x1b[2K\\r\\x1b]0;ok\\x07\\x9b1A\\x9d0;ok\\x07\\u202etxt.exe\\u2066\\u2069\\u200b\\u2028"
+)
+""":data:`HOSTILE` as the prompt shows it: every character escaped, none dropped."""
+ACTIVE = ["\x1b", "\x07", "\r", "\x9b", "\x9d", "\u202e", "\u2066", "\u2069", "\u200b", "\u2028"]
+
+
+def active_in(shown: bytes) -> list[str]:
+    """The characters of :data:`ACTIVE` in ``shown``, UTF-8 as a terminal gets it."""
+    return [char for char in ACTIVE if char.encode() in shown]
+
+
+async def test_the_approval_prompt_shows_a_hostile_command_path_and_content_as_inert_text(
+    repo: Path, tmp_path: Path
+) -> None:
+    hostile = TaskContract.workspace(
+        "finish the app", repo, WorkspaceFileContains("src/app.py", "DONE"), tools=["exec"]
+    )
+    provider = ScriptedProvider(
+        [
+            reply(calls=[call("exec", argv=["python", "a b", f"-c{HOSTILE}\nwants:  read x"])]),
+            reply(calls=[call("write_file", path=f"x{HOSTILE}.txt", content=f"y{HOSTILE}\n")]),
+            reply("stopping"),
+        ]
+    )
+    prompt = tmp_path / "prompt"
+    with prompt.open("w", encoding="utf-8") as terminal:
+        approver = StdinApprover(input=io.StringIO("n\nno\n" * 2), output=terminal)
+        await run(hostile, provider, policy=app_policy(), approver=approver, sandbox=NO_SANDBOX)
+    shown = prompt.read_bytes()
+    text = shown.decode()
+
+    assert active_in(shown) == [], text
+    # The argv as the process gets it, each argument quoted: a space or a newline in one
+    # cannot make it pass for two, or for a line of the prompt's own.
+    assert f"command:   ['python', 'a b', '-c{HOSTILE_SHOWN}\\nwants:  read x']\n" in text
+    assert [line for line in text.splitlines() if line.startswith("wants:")] == [
+        "wants:     exec python (exec)",
+        f"wants:     write 'x{HOSTILE_SHOWN}.txt' (write_file)",
+    ]
+    change = text.split("\nchange:\n")[1]
+    assert "+y\\x1b[2K\\r" in change and "\\u202etxt.exe\\u2066\\u2069\\u200b\\u2028" in change
+    assert '"content": "y\\u001b[2K\\r\\u001b]0;ok\\u0007\\u009b1A' in text
 
 
 async def test_remembering_at_the_terminal_allows_that_path_and_not_its_namesakes(
@@ -690,7 +741,7 @@ async def test_a_replaced_policy_that_denies_an_act_cleared_before_the_deferral_
     assert [(r.act, r.layer) for r in refused] == [("read", "later")]
 
 
-async def test_a_decision_does_not_follow_a_path_that_now_leads_elsewhere(
+async def test_a_decision_never_acts_through_a_symlink_put_on_its_path_since(
     repo: Path, store: Store
 ) -> None:
     (repo / "docs").mkdir()
@@ -704,13 +755,12 @@ async def test_a_decision_does_not_follow_a_path_that_now_leads_elsewhere(
     assert waiting.request is not None and waiting.request.target == "docs/README.md"
     (repo / "docs").rmdir()
     (repo / "docs").symlink_to(repo)
+    provider = ScriptedProvider([reply("ok")])
 
-    again = await resume(
-        waiting.run_id, ScriptedProvider([]), store=store, decision=Decision.approve()
-    )
+    await resume(waiting.run_id, provider, store=store, decision=Decision.approve())
 
-    assert again.outcome is RunOutcome.AWAITING_APPROVAL
-    assert again.request is not None and again.request.target == "README.md"
+    (seen,) = observations(provider, 0)
+    assert "docs is a symlink to" in seen and "symlinks are not followed" in seen
     assert (repo / "README.md").read_text() == "readme\n"
 
 
@@ -863,7 +913,7 @@ async def test_a_persons_deny_stands_under_a_replaced_policy_that_would_allow(
     assert [(r.decision, r.decided_by) for r in rows][-1] == ("denied", "bob")
 
 
-async def test_an_act_cleared_before_the_deferral_is_asked_again_if_its_target_changed(
+async def test_an_act_cleared_before_the_deferral_never_acts_through_a_symlink_put_there_since(
     repo: Path, store: Store
 ) -> None:
     (repo / "d").mkdir()
@@ -879,18 +929,14 @@ async def test_an_act_cleared_before_the_deferral_is_asked_again_if_its_target_c
     (repo / "d" / "x.txt").unlink()
     (repo / "d").rmdir()
     (repo / "d").symlink_to(repo / "e")
+    provider = ScriptedProvider([reply("ok")])
 
-    again = await resume(
-        waiting.run_id, ScriptedProvider([]), store=store, decision=Decision.approve()
-    )
+    again = await resume(waiting.run_id, provider, store=store, decision=Decision.approve())
 
-    assert again.outcome is RunOutcome.AWAITING_APPROVAL
-    assert again.request is not None
-    assert (again.request.act, again.request.target) == (Act.READ, "e/x.txt")
+    assert again.outcome is not RunOutcome.AWAITING_APPROVAL
+    (seen,) = observations(provider, 0)
+    assert "d is a symlink to" in seen and "SECRET" not in seen
     assert (repo / "e" / "x.txt").read_text() == "token=SECRET\n"
-    first, second = store.trace(waiting.run_id).approvals
-    assert first.status == "done" and second.status == "pending"
-    assert first.decision is not None and "not performed" in first.decision.reason
 
 
 async def test_a_resumes_approver_is_shown_the_request_id_the_store_keeps(
@@ -976,7 +1022,7 @@ async def test_arguments_that_are_not_valid_unicode_are_an_observation(repo: Pat
         ]
     )
     await run(contract(repo), provider, policy=Policy.guarded())
-    assert "not a JSON object" in observations(provider, 1)[0]
+    assert "hold a lone surrogate (\\udcff), which is not Unicode text" in observations(provider, 1)[0]
 
 
 async def test_resume_checks_its_arguments(repo: Path, store: Store) -> None:

@@ -20,6 +20,7 @@ from io_harness._contract_toml import mcp_servers, sandbox_config
 from io_harness._demo import CASSETTE, prepare, use_this_python
 from io_harness._harness import Harness
 from io_harness._queue._runs import is_queued
+from io_harness._terminal import escaped_json
 from io_harness.cli import EXIT_AWAITING, EXIT_NOT_VERIFIED, store_missing
 from io_harness.cli._launch import (
     launch_labels,
@@ -270,7 +271,8 @@ def cmd_decide(args: argparse.Namespace, console: Console) -> int:
             reason=getattr(args, "reason", None),
         )
         verb = "approved" if decision.kind == "approve" else "denied"
-        say(console, f"{verb}: {escape(request.describe())} (request {escape(request.id)})")
+        said = f"{verb}: {request.describe()} (request {request.id})"
+        say(console, escape(said, one_line=True))
         if queued:
             return requeue_decided(console, store, args.run_id, _store_hint(args))
         if provider is None:
@@ -306,11 +308,9 @@ def cmd_runs(args: argparse.Namespace, console: Console) -> int:
     say(console, render_runs(runs, currencies))
     stopped = [run.id for run in runs if run.status == INTERRUPTED]
     if stopped:
-        say(
-            console,
-            f"interrupted: nobody drives them; {resume_command(stopped[0], _store_hint(args))}"
-            f"{' (and so on)' if len(stopped) > 1 else ''} continues one",
-        )
+        command = resume_command(stopped[0], _store_hint(args))
+        more = " (and so on)" if len(stopped) > 1 else ""
+        say(console, escape(f"interrupted: nobody drives them; {command}{more} continues one"))
     return 0
 
 
@@ -384,7 +384,8 @@ def _as_driven(store: Store, run: RunSummary) -> RunSummary:
 
 def cmd_show(args: argparse.Namespace, console: Console) -> int:
     """``ioh show RUN_ID [--view model | --json]``: one run's trace, or the messages its model
-    is sent; ``--json``: the whole :class:`Trace` as JSON, its rows as stored.
+    is sent; ``--json``: the whole :class:`Trace` as JSON, its rows as stored, each control
+    or format character in them written as a ``\\uXXXX`` escape (inert on a terminal).
 
     At a terminal, lines wrap to its width; piped, each line is whole. A store
     whose text does not decode shows the rest, its bad bytes as U+FFFD, and
@@ -403,12 +404,12 @@ def cmd_show(args: argparse.Namespace, console: Console) -> int:
         where = PipeConsole(stderr=True, highlight=False) if args.json else console
         say(where, f"warning: {escape(damaged)}; its bad bytes show as \ufffd")
     if args.json:
-        write_out(console, trace.model_dump_json(indent=2) + "\n")
+        write_out(console, escaped_json(trace.model_dump_json(indent=2)) + "\n")
         return 0
     say(console, render_trace(trace, args.view, currency))
     if trace.run.status == INTERRUPTED:
         command = resume_command(trace.run.id, _store_hint(args))
-        say(console, f"interrupted: nobody drives it; {command} continues it")
+        say(console, escape(f"interrupted: nobody drives it; {command} continues it"))
     return 0
 
 

@@ -23,13 +23,13 @@ from rich.progress import (
 )
 from rich.segment import Segment
 from rich.table import Table
-from rich.text import Text
 
+from io_harness._terminal import escaped_json
 from io_harness.cli import EXIT_NOT_VERIFIED
 from io_harness.cli._output import write_out
 from io_harness.cli._sandbox import sandbox_choice
 from io_harness.cli._signals import run_to_end
-from io_harness.cli._text import Natural, PipeConsole, escape, say
+from io_harness.cli._text import Natural, PipeConsole, escape, markup, say, shown
 from io_harness.cli._words import RunInterrupted, interrupt_signal, store_hint
 from io_harness.errors import ConfigError
 from io_harness.eval import ResultRow, RunRecord, SpecHarnesses, Suite, SuiteRun, run_suite
@@ -76,7 +76,7 @@ def cmd_eval(args: argparse.Namespace, console: Console) -> int:
                 say(errors, escape(progress.interrupted_line(store_hint(args.store))))
                 raise RunInterrupted(None, interrupt_signal(exc)) from None
     if args.json:
-        write_out(console, result.to_json() + "\n")
+        write_out(console, escaped_json(result.to_json()) + "\n")
     elif args.csv:
         write_out(console, result.to_csv())
     else:
@@ -150,7 +150,7 @@ class EvalProgress:
             line += f"\n    [dim]{escape(_first_line(record.error))}[/]"
         if record.run_id is not None:
             line += f" [dim]{escape(record.run_id)}[/]"
-        say(self.console, Text.from_markup(line))
+        say(self.console, markup(line))
         self._update()
 
     def interrupted_line(self, hint: str) -> str:
@@ -194,7 +194,7 @@ def render_eval(rows: list[ResultRow], totals: list[ResultRow]) -> RenderableTyp
     for row in failed:
         why = ", ".join(f"{reason} ({n})" for reason, n in row.failures.items())
         lines.append(f"  {escape(row.case or '')} with {escape(row.provider)}: {escape(why)}")
-    return Group(Natural(_Trimmed(table)), Text.from_markup("\n".join(lines)))
+    return Group(Natural(_Trimmed(table)), markup("\n".join(lines)))
 
 
 class _Trimmed:
@@ -256,5 +256,5 @@ def _count(n: int, one: str) -> str:
 
 
 def _first_line(text: str) -> str:
-    lines = text.strip().splitlines()
+    lines = shown(text).strip().splitlines()
     return lines[0] if lines else ""

@@ -17,9 +17,10 @@ from rich.status import Status
 from rich.syntax import Syntax
 from rich.text import Text
 
+from io_harness._terminal import shown_argv
 from io_harness._validation import read_toml
 from io_harness.cli._signals import TerminalInput
-from io_harness.cli._text import escape, say, shown
+from io_harness.cli._text import escape, markup, say, shown
 from io_harness.errors import ConfigError
 from io_harness.policy import (
     Act,
@@ -201,8 +202,8 @@ def _decide(
 def render_pending(
     rows: list[ApprovalRow], roots: Mapping[str, str] | None = None, hint: str = ""
 ) -> RenderableType:
-    """What ``ioh pending`` prints: each waiting action, why it asks, its diff, and the
-    ``ioh approve`` / ``ioh deny`` that decides it.
+    """What ``ioh pending`` prints: each waiting action, why it asks, its command as the
+    process gets it, its diff, and the ``ioh approve`` / ``ioh deny`` that decides it.
 
     ``roots`` maps a sub-agent's run id to its tree's root, named on its line:
     ``ioh approve ROOT`` decides it and resumes the tree. ``hint`` is appended to
@@ -225,15 +226,17 @@ def render_pending(
             "performing": " (was being performed when the run stopped; resume reports it)",
         }.get(row.status, "")
         root = roots.get(row.run_id, row.run_id)
-        tree = f" (tree {escape(root)})" if root != row.run_id else ""
+        tree = f" (tree {escape(root, one_line=True)})" if root != row.run_id else ""
         parts.append(
-            Text.from_markup(
-                f"[bold]{escape(row.run_id)}[/]{tree} step {row.step}: "
-                f"{escape(request.describe())}{escape(state)}\n"
-                f"  asked by {escape(why)}; request {escape(row.id)}, "
+            markup(
+                f"[bold]{escape(row.run_id, one_line=True)}[/]{tree} step {row.step}: "
+                f"{escape(request.describe(), one_line=True)}{escape(state)}\n"
+                f"  asked by {escape(why, one_line=True)}; request {escape(row.id)}, "
                 f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(row.created_at))}"
             )
         )
+        if request.argv is not None:
+            parts.append(Text(f"  command: {shown_argv(request.argv)}"))
         if request.diff:
             parts.append(Syntax(shown(request.diff.rstrip()), "diff", theme="ansi_dark"))
         if row.status == "pending":

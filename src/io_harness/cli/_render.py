@@ -14,8 +14,9 @@ from rich.status import Status
 from rich.text import Text
 
 from io_harness._compaction import positions_text
+from io_harness._terminal import escaped_json
 from io_harness.cli._sandbox import cap_lines, sandbox_counts, sandbox_line
-from io_harness.cli._text import escape, say, shown
+from io_harness.cli._text import escape, markup, say, shown
 from io_harness.loop import RunOutcome, RunResult
 from io_harness.loop._compaction import Edit, View
 from io_harness.messages import Message, TextBlock, ThinkingBlock, ToolCall, ToolResult
@@ -59,8 +60,11 @@ _SHOWN = 100
 
 
 def _one_line(text: str, limit: int = _SHOWN) -> str:
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    more = len(text.strip()) > len(first) or len(first) > limit
+    # Escaped first: then only a newline breaks a line, and every other character that
+    # could (a carriage return, U+2028) is shown where it is, not taken for an end.
+    visible = shown(text).strip()
+    first = visible.split("\n", 1)[0]
+    more = len(visible) > len(first) or len(first) > limit
     return escape(first[:limit] + (" ..." if more else ""))
 
 
@@ -120,17 +124,20 @@ class RunsListing:
     def __init__(self, runs: list[RunSummary], currencies: dict[str, str | None]) -> None:
         self.rows = [
             (
-                (
-                    summary.id,
-                    summary.outcome or summary.status,
-                    str(summary.steps),
-                    f"{summary.tokens:,}",
-                    run_spend(
-                        summary.cost_micros, summary.unpriced_calls, currencies.get(summary.id)
-                    ),
-                    _when(summary.started_at),
+                tuple(
+                    shown(cell, one_line=True)
+                    for cell in (
+                        summary.id,
+                        summary.outcome or summary.status,
+                        str(summary.steps),
+                        f"{summary.tokens:,}",
+                        run_spend(
+                            summary.cost_micros, summary.unpriced_calls, currencies.get(summary.id)
+                        ),
+                        _when(summary.started_at),
+                    )
                 ),
-                " ".join(summary.goal.split()),
+                " ".join(shown(summary.goal).split()),
             )
             for summary in runs
         ]
@@ -155,13 +162,13 @@ class RunsListing:
                 [_cut(cell, width) for cell, width in zip(cells, widths, strict=True)], widths
             )
             if inline:
-                line.append(_cut(shown(goal), room) if fit else shown(goal))
+                line.append(_cut(goal, room) if fit else goal)
                 line.rstrip()
                 yield line
             else:
                 line.rstrip()
                 yield line
-                yield Text("  " + _cut(shown(goal), options.max_width - 2), style="dim")
+                yield Text("  " + _cut(goal, options.max_width - 2), style="dim")
 
     @staticmethod
     def _line(cells: Sequence[str], widths: list[int], style: str = "") -> Text:
@@ -223,7 +230,7 @@ _ARGUMENT_CHARS = 40
 
 def _argument(value: object) -> str:
     """One argument's JSON, cut with a count of what was left out when it is long."""
-    text = json.dumps(value, ensure_ascii=False)
+    text = escaped_json(json.dumps(value, ensure_ascii=False))
     if len(text) <= _ARGUMENT_CHARS:
         return text
     return f"{text[:_ARGUMENT_CHARS]}… [+{len(text) - _ARGUMENT_CHARS} chars]"
@@ -247,10 +254,11 @@ def render_trace(
     state = _outcome_style(run.outcome, run.status)
     passes = _passes(trace.compactions)
     parts.append(
-        Text.from_markup(
+        markup(
             f"[bold]{escape(run.id)}[/]  {state}  {run.steps} steps  "
             f"{run.tokens:,} tokens  {elapsed:.1f} s\n"
-            f"goal: {escape(run.goal)}\nprovider: {escape(run.provider)} ({escape(run.model)})\n"
+            f"goal: {escape(run.goal, one_line=True)}\n"
+            f"provider: {escape(f'{run.provider} ({run.model})', one_line=True)}\n"
             f"spend: {escape(run_spend(run.cost_micros, run.unpriced_calls, currency))}\n"
             f"{sandbox_line(trace)}"
         )
@@ -260,7 +268,7 @@ def render_trace(
         return Group(*parts)
     if passes:
         parts.append(
-            Text.from_markup(
+            markup(
                 f"compaction: {_count(len(passes), 'pass', 'passes')}; "
                 "[bold]--view model[/] shows what the model was sent"
             )
@@ -276,10 +284,10 @@ def render_trace(
         if texts.get(step):
             lines.append(f"  [dim]model:[/] {_one_line(texts[step])}")
         lines.extend(_row_lines(rows, here, currency or ""))
-        parts.append(Text.from_markup("\n".join(lines)))
+        parts.append(markup("\n".join(lines)))
     if trace.sandbox_events:
-        parts.append(Text.from_markup(sandbox_counts(trace.sandbox_events)))
-    parts.append(Text.from_markup(f"outcome: {state}"))
+        parts.append(markup(sandbox_counts(trace.sandbox_events)))
+    parts.append(markup(f"outcome: {state}"))
     return Group(*parts)
 
 
@@ -304,12 +312,14 @@ def _row_lines(rows: _StepRows, passes: Sequence[_Pass], currency: str = "") -> 
         mark = "[red]error[/]" if call.is_error else "[green]ok[/]"
         kind = "" if call.kind == "builtin" else f"[dim]{escape(call.kind)}[/] "
         lines.append(
-            f"  {mark} {kind}{escape(call.name)}({escape(_arguments(call.arguments))}) "
+            f"  {mark} {kind}{escape(call.name, one_line=True)}"
+            f"({escape(_arguments(call.arguments), one_line=True)}) "
             f"-> {_one_line(call.result, 70)}"
         )
     for change in rows.memory:
         value = f" = {_one_line(change.value, 50)}" if change.op == "set" and change.value else ""
-        lines.append(f"  [dim]memory {escape(change.op)}[/] {escape(change.key)}{value}")
+        key = escape(change.key, one_line=True)
+        lines.append(f"  [dim]memory {escape(change.op)}[/] {key}{value}")
     for check in rows.verifications:
         verdict = "[green]PASS[/]" if check.passed else "[red]FAIL[/]"
         trigger = check.trigger.replace("_", " ")
@@ -392,7 +402,7 @@ def _pass_lines(one: _Pass) -> list[str]:
     if not one.summaries:
         lines.append("    [dim]no summary[/]")
     for text in one.summaries:
-        first, *rest = text.strip().splitlines() or [""]
+        first, *rest = shown(text).strip().splitlines() or [""]
         lines.append(f"    [dim]summary:[/] {escape(first)}")
         lines.extend(f"    {escape(line)}".rstrip() for line in rest)
     return lines
@@ -470,7 +480,7 @@ def _model_view(trace: Trace, passes: int) -> list[RenderableType]:
         else "no compaction: the whole transcript"
     )
     parts: list[RenderableType] = [
-        Text.from_markup(
+        markup(
             f"[bold]the model's view after step {trace.run.steps}:[/] {len(shown_messages)} of "
             f"{_count(len(messages), 'message', 'messages')}, {how}\n"
             "[dim](the system prompt, with the success condition, goes with every request)[/]"
@@ -483,7 +493,7 @@ def _model_view(trace: Trace, passes: int) -> list[RenderableType]:
         # A tool message answers the calls of the message before it.
         calls = messages[seq - 2].tool_calls if seq > 1 else ()
         lines.extend(_block_lines(message, {call.id: call.name for call in calls}))
-        parts.append(Text.from_markup("\n".join(lines)))
+        parts.append(markup("\n".join(lines)))
     return parts
 
 
@@ -495,7 +505,7 @@ def _block_lines(message: Message, names: dict[str, str]) -> list[str]:
     lines: list[str] = []
     for block in message.content:
         if isinstance(block, TextBlock):
-            lines.extend(f"  {escape(line)}".rstrip() for line in block.text.splitlines())
+            lines.extend(f"  {escape(line)}".rstrip() for line in shown(block.text).splitlines())
         elif isinstance(block, ThinkingBlock):
             said = "redacted" if block.redacted else f"{len(block.text):,} characters"
             lines.append(f"  [dim](thinking: {said})[/]")
@@ -505,11 +515,14 @@ def _block_lines(message: Message, names: dict[str, str]) -> list[str]:
                 if isinstance(block.arguments, str)
                 else json.dumps(block.arguments, default=str)
             )
-            lines.append(f"  [dim]calls[/] {escape(block.name)}({escape(_arguments(arguments))})")
+            called = escape(f"{block.name}({_arguments(arguments)})", one_line=True)
+            lines.append(f"  [dim]calls[/] {called}")
         elif isinstance(block, ToolResult):
             mark = "[red]error[/]" if block.is_error else "[green]ok[/]"
             name = names.get(block.tool_use_id, block.tool_use_id)
-            lines.append(f"  {mark} {escape(name)} -> {_one_line(block.content, 70)}")
+            lines.append(
+                f"  {mark} {escape(name, one_line=True)} -> {_one_line(block.content, 70)}"
+            )
     return lines
 
 
@@ -534,8 +547,9 @@ def _permission_lines(rows: list[PermissionTrace]) -> list[str]:
         by = f" by {row.decided_by}" if row.decided_by != "policy" else ""
         reason = f": {row.reason}" if row.reason else ""
         lines.append(
-            f"  [{colour}]{escape(row.decision)}{escape(by)}[/] {escape(row.act)} "
-            f"{escape(row.target)} ({escape(why)}){escape(reason)}"
+            f"  [{colour}]{escape(row.decision)}{escape(by, one_line=True)}[/] {escape(row.act)} "
+            f"{escape(row.target, one_line=True)} ({escape(why, one_line=True)})"
+            f"{escape(reason, one_line=True)}"
         )
     if allowed:
         lines.append(f"  [dim]policy allowed {allowed} act{'s' if allowed != 1 else ''}[/]")
@@ -586,7 +600,7 @@ def render_result(result: RunResult, store_hint: str, money: Money | None = None
         lines.append(f"[red]stopped:[/] {escape(stopped)}")
     if result.verification is not None:
         verdict = "verified" if result.verification.passed else "not verified"
-        criterion = escape(result.verification.criterion.splitlines()[0])
+        criterion = escape((shown(result.verification.criterion).splitlines() or [""])[0])
         lines.append(f"{verdict}: {criterion}")
     if result.error is not None:
         lines.append(f"[red]provider error:[/] {escape(str(result.error))}")
@@ -600,12 +614,12 @@ def render_result(result: RunResult, store_hint: str, money: Money | None = None
     if result.request is not None:
         run_id = escape(shlex.quote(result.run_id)) + escape(store_hint)
         lines.append(
-            f"[yellow]awaiting approval:[/] {escape(result.request.describe())}\n"
+            f"[yellow]awaiting approval:[/] {escape(result.request.describe(), one_line=True)}\n"
             f"decide: ioh approve {run_id} [--remember] | ioh deny {run_id} --reason TEXT"
             " (ioh pending shows the diff)"
         )
     lines.append(f"trace: ioh show {escape(shlex.quote(result.run_id))}{escape(store_hint)}")
-    return Text.from_markup("\n".join(lines))
+    return markup("\n".join(lines))
 
 
 def _cost_stop(result: RunResult, money: Money) -> str:
@@ -672,11 +686,12 @@ class LiveReport:
             )
         elif isinstance(event, ToolCalled):
             mark = "[red]error[/]" if event.is_error else "[green]ok[/]"
-            self._lines.append(f"  {mark} {escape(event.name)} -> {_one_line(event.result, 70)}")
+            name = escape(event.name, one_line=True)
+            self._lines.append(f"  {mark} {name} -> {_one_line(event.result, 70)}")
         elif isinstance(event, AwaitingApproval):
             self._lines.append(
-                f"  [yellow]deferred[/] {escape(event.act)} {escape(event.target)} "
-                f"({escape(event.tool)}): waiting for a decision"
+                f"  [yellow]deferred[/] {escape(event.act)} {escape(event.target, one_line=True)} "
+                f"({escape(event.tool, one_line=True)}): waiting for a decision"
             )
             say(self.console, "\n".join(self._lines))
             self._lines = []

@@ -1,40 +1,37 @@
-"""Text from a run, made safe to print (no markup, no terminal control sequences), and printed
-wrapped at a terminal, whole elsewhere, by a console that outlives its reader."""
+"""Text from a run, made safe to print (no markup, no emoji codes, no terminal control
+sequences), and printed wrapped at a terminal, whole elsewhere, by a console that outlives
+its reader."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Callable
+from typing import Any
 
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.markup import escape as _escape_markup
 from rich.measure import Measurement
+from rich.text import Text
 
-__all__ = ["Natural", "PipeConsole", "escape", "say", "shown"]
+from io_harness._terminal import shown
+
+__all__ = ["Natural", "PipeConsole", "escape", "markup", "say", "shown"]
 
 _UNBOUNDED = 1 << 16
 """Columns a renderable may take where nothing wraps it (a file, a pipe)."""
 
-# C0 controls but tab and newline, DEL, and the C1 controls (``\x9b`` is a CSI too).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+def escape(text: str, *, one_line: bool = False) -> str:
+    """``text`` for :func:`markup`: markup escaped, and :func:`shown` (``one_line``: tab and
+    newline escaped too, for a value that must not break its line)."""
+    return _escape_markup(shown(text, one_line=one_line))
 
 
-def shown(text: str) -> str:
-    """``text`` with each control character but tab and newline written as ``\\xNN``.
-
-    What a run stored (the model's arguments, a command's output, a goal, a
-    diff waiting for approval) is shown, never obeyed: an escape sequence in it
-    would otherwise clear the screen, retitle the terminal or erase the lines
-    around it, hiding them from the person reading.
-    """
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
-def escape(text: str) -> str:
-    """``text`` for ``Text.from_markup``: markup escaped, control characters :func:`shown`."""
-    return _escape_markup(shown(text))
+def markup(text: str) -> Text:
+    """``ioh``'s markup as rich text; ``:name:`` is left as written, never made an emoji, so a
+    run's ``:white_check_mark:`` cannot pass for a mark of ``ioh``'s."""
+    return Text.from_markup(text, emoji=False)
 
 
 def say(console: Console, *objects: RenderableType) -> None:
@@ -70,13 +67,17 @@ class PipeConsole(Console):
     drops what it prints from then on, points its stream at ``os.devnull``
     (so the interpreter's last flush does not fail either), and calls
     :attr:`on_closed` once, so the caller can say so elsewhere; the run it
-    reports goes on to its outcome.
+    reports goes on to its outcome. Like :func:`markup`, it makes no emoji of ``:name:``.
     """
 
     closed = False
     """Whether the reader went away."""
     on_closed: Callable[[], None] | None = None
     """Called once, when the reader goes away."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("emoji", False)
+        super().__init__(*args, **kwargs)
 
     def on_broken_pipe(self) -> None:
         """Stop printing, quietly: the reader is gone, the work is not done."""

@@ -90,7 +90,7 @@ def render_tree(
             "performing": f"{row.run_id}: {request.describe()} was being performed when the "
             f"tree stopped; ioh resume {root}{hint} reports it",
         }.get(row.status, f"{row.run_id} awaits approval: {request.describe()}")
-        lines.append(Text(shown(said), style="yellow"))
+        lines.append(Text(shown(said, one_line=True), style="yellow"))
     if any(row.status == "pending" for row in awaited):
         target = shown(root + hint)
         lines.append(
@@ -152,7 +152,7 @@ class TreeListing:
                     f"{run.tokens:,}",
                     spend(run.cost_micros, run.unpriced_calls) if priced else "unpriced",
                 ),
-                goal=_cut(shown(" ".join(run.goal.split())), _GOAL),
+                goal=_cut(" ".join(shown(run.goal).split()), _GOAL),
                 below=indent + ("│  " if below else "   "),
             )
         )

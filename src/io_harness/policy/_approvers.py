@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
+import re
 import sys
 from collections.abc import Awaitable, Callable
-from typing import IO
+from typing import IO, Any
 
+from io_harness._terminal import escaped_json, quoted, shown, shown_argv
 from io_harness.errors import ConfigError
 from io_harness.policy._approval import ApprovalContext, ApprovalRequest, Decision
 from io_harness.policy._rules import Act, Effect, Rule
@@ -73,7 +76,9 @@ class CallbackApprover:
 
 
 class StdinApprover:
-    """Asks a person at the terminal: shows the act, the target and the diff or command.
+    """Asks a person at the terminal: shows the act, the target, the command as the process
+    gets it, the call's arguments and the diff, every character that could act on the
+    terminal or hide what a line says escaped (as ``ioh show`` escapes it).
 
     Answers: ``y`` approve, ``n`` deny (a reason is asked for), ``r`` approve
     and remember an allow for exactly this act and target, ``d`` defer. End of
@@ -123,7 +128,18 @@ class StdinApprover:
             self._write("answer y, n, r or d\n")
 
 
+_ARGUMENT_CHARS = 200
+"""How much of one argument's JSON the prompt shows when the change below shows it whole."""
+
+
 def _show(request: ApprovalRequest, context: ApprovalContext) -> str:
+    """The request as the person asked reads it: every value :func:`shown`, on its own line.
+
+    Each field is one line, so nothing the model wrote (a path, an argument, a
+    goal a parent agent gave) can break its line and pass for the next field;
+    the command is the argv the process gets, each argument quoted; the diff's
+    lines are indented under ``change:``.
+    """
     verdict = request.verdict
     why = (
         f"rule {verdict.rule} in layer {verdict.layer}"
@@ -132,11 +148,40 @@ def _show(request: ApprovalRequest, context: ApprovalContext) -> str:
     )
     lines = [
         "",
-        f"── approval needed, run {context.run_id} step {context.step} ──",
-        f"goal:   {context.goal}",
-        f"wants:  {request.describe()}",
-        f"asked by {why}",
+        f"── approval needed, run {shown(context.run_id, one_line=True)} step {context.step} ──",
+        f"goal:      {shown(context.goal, one_line=True)}",
+        f"wants:     {request.act.value} {_target(request.target)} "
+        f"({shown(request.tool, one_line=True)})",
     ]
+    if request.argv is not None:
+        lines.append(f"command:   {shown_argv(request.argv)}")
+    lines.append(f"arguments: {_arguments(request.arguments, cut=bool(request.diff))}")
+    lines.append(f"asked by {shown(why, one_line=True)}")
     if request.diff:
-        lines += ["", request.diff.rstrip()]
+        lines.append("change:")
+        lines.extend(f"  {line}" for line in shown(request.diff.rstrip()).split("\n"))
     return "\n".join(lines) + "\n"
+
+
+_PLAIN = re.compile(r"[\w@%+=:,./-]+", re.ASCII)
+"""A target that needs no quotes: what a shell would not quote either."""
+
+
+def _target(target: str) -> str:
+    return target if _PLAIN.fullmatch(target) else quoted(target)
+
+
+def _arguments(arguments: dict[str, Any], *, cut: bool) -> str:
+    """The call's arguments as JSON, inert; with ``cut``, a long one is cut, saying so."""
+    parts = []
+    for key, value in arguments.items():
+        text = _json(value)
+        if cut and len(text) > _ARGUMENT_CHARS:
+            left = len(text) - _ARGUMENT_CHARS
+            text = f"{text[:_ARGUMENT_CHARS]}… [+{left} chars; the change below shows it]"
+        parts.append(f"{_json(key)}: {text}")
+    return "{" + ", ".join(parts) + "}"
+
+
+def _json(value: object) -> str:
+    return escaped_json(json.dumps(value, ensure_ascii=False, default=str))
