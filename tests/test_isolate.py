@@ -11,6 +11,8 @@ import hashlib
 import json
 import os
 import stat
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -299,3 +301,73 @@ def test_a_long_list_of_brought_files_is_cut_short(copy: Path) -> None:
     assert "f019.txt" in text
     assert "f020.txt" not in text
     assert "and 30 more" in text
+
+
+def test_the_copy_keeps_every_folders_mode_too(parent: Path, copy: Path) -> None:
+    (parent / "private").mkdir(mode=0o700)
+    (parent / "private" / "config.py").write_text("KEY = 1\n")
+    (parent / "private" / "config.py").chmod(0o644)
+    parent.chmod(0o750)
+
+    isolate(parent, copy)
+
+    assert _mode(copy) == 0o750
+    assert _mode(copy / "private") == 0o700
+    assert _mode(copy / "private" / "config.py") == 0o644
+    assert _mode(copy / "src") == _mode(parent / "src")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="reading as another user needs root to switch")
+async def test_an_isolated_childs_copy_is_private_to_the_harness(
+    tmp_path: Path, project: Path
+) -> None:
+    from io_harness import Containment, Harness, Store, TaskContract, WorkspaceFileContains, tool
+    from io_harness.testing import ScriptedProvider, call, reply
+
+    (project / "private").mkdir(mode=0o700)
+    (project / "private" / "config.py").write_text("KEY = 'hunter2'\n")
+    (project / "private" / "config.py").chmod(0o644)
+    seen: list[str] = []
+    holders: list[Path] = []
+
+    @tool
+    def peek() -> str:
+        """Try, as nobody, to reach every file of the child's copy."""
+        copies = [p for p in Path(tempfile.gettempdir()).glob("ioh-isolated-*") if p.is_dir()]
+        holder = max(copies, key=lambda p: p.stat().st_mtime)
+        holders.append(holder)
+        seen.append(oct(stat.S_IMODE(holder.stat().st_mode)))
+        for path in [holder, *holder.rglob("*")]:
+            done = subprocess.run(
+                ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "cat", str(path)],
+                capture_output=True,
+                check=False,
+                timeout=30,
+            )
+            if b"hunter2" in done.stdout:
+                seen.append(f"read {path}")
+        return "peeked"
+
+    spawn = call(
+        "spawn_agent",
+        goal="child",
+        verify={"kind": "workspace_file_contains", "file": "child.txt", "needle": "child"},
+        isolate=True,
+    )
+    provider = ScriptedProvider(
+        [
+            reply(calls=[spawn]),
+            reply(calls=[call("peek"), call("write_file", path="child.txt", content="child\n")]),
+            reply("child done"),
+            reply(calls=[call("write_file", path="done.txt", content="done")]),
+            reply("done"),
+        ]
+    )
+    harness = Harness(
+        provider, store=Store.memory(), containment=Containment(max_depth=1), tools=[peek]
+    )
+
+    await harness.run(TaskContract.workspace("g", project, WorkspaceFileContains("done.txt", "")))
+
+    assert seen == ["0o700"]
+    assert len(holders) == 1 and not holders[0].exists()  # removed with its copy

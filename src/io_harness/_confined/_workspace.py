@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import shutil
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -37,6 +38,7 @@ PARTIAL_SUFFIX = ".ioh-tmp"
 WriteVerb = Literal["created", "changed", "unchanged"]
 
 _NAME_MAX = 255
+_CHUNK = 1024 * 1024
 
 
 class PathMissing(PathRefused):
@@ -49,11 +51,13 @@ def _shown(parts: tuple[str, ...]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Walked:
-    """A regular file a walk found: its path, and its folder held open while the walk is there."""
+    """An entry a walk found: its path, and its folder held open while the walk is there."""
 
     rel: str
     folder: Folder
     name: str
+    kind: str = "file"
+    """``file`` (a regular file), or with ``everything``: ``link`` or ``other``."""
 
     def open(self) -> BufferedReader:
         """The file, read from its folder's descriptor; :class:`PathRefused` if it is no
@@ -259,16 +263,21 @@ class Workspace:
         except PathMissing:
             return None
 
-    def write(self, path: str, data: bytes) -> WriteVerb:
-        """Write ``data`` to ``path`` atomically, making its folders; say what it did.
+    def write(
+        self, path: str, data: bytes | BufferedReader, *, mode: int | None = None
+    ) -> WriteVerb:
+        """Write ``data`` (bytes, or an open file read to its end) to ``path`` atomically,
+        making its folders; say what it did.
 
         The bytes go to a temporary file beside the target, renamed over it, so
-        a reader sees the old file or the new one, never half of one. An
-        existing file keeps its mode; a new one gets the process's default. A
-        symlink, folder or special file at the path is refused, never replaced.
+        a reader sees the old file or the new one, never half of one. The file
+        gets ``mode`` when given; otherwise an existing file keeps its mode and
+        a new one gets the process's default. A symlink, folder or special
+        file at the path is refused, never replaced. Bytes equal to the file's
+        are ``unchanged`` (an open file is always written).
         """
         with self._parent(path, create=True) as (folder, name, shown):
-            return _replace(folder, name, shown, data, self, path)
+            return _replace(folder, name, shown, data, mode, self, path)
 
     def unlink(self, path: str) -> bool:
         """Remove the file or symlink at ``path`` (never a folder); whether one was there."""
@@ -296,25 +305,30 @@ class Workspace:
 
     # --- walks -----------------------------------------------------------------------
 
-    def walk(self, skip: frozenset[str] = SKIPPED_DIRS) -> Iterator[Walked]:
-        """Every regular file under the root, sorted, folders named in ``skip`` left out.
+    def walk(
+        self, skip: frozenset[str] = SKIPPED_DIRS, *, everything: bool = False
+    ) -> Iterator[Walked]:
+        """Every regular file under the root, sorted, folders named in ``skip`` left out;
+        with ``everything``, every other entry but a folder too (symlinks, special files).
 
         Each folder is entered from its parent's descriptor and no symlink is
         followed, so a walk never leaves the root; an entry that changes
         while it is walked is left out.
         """
         with self._open_root() as root:
-            yield from _walk(root, (), skip)
+            yield from _walk(root, (), skip, everything)
 
 
-def _walk(folder: Folder, prefix: tuple[str, ...], skip: frozenset[str]) -> Iterator[Walked]:
+def _walk(
+    folder: Folder, prefix: tuple[str, ...], skip: frozenset[str], everything: bool
+) -> Iterator[Walked]:
     try:
         names = folder.names()
     except OSError:
         return
     for name, kind in names:
-        if kind == "file":
-            yield Walked("/".join((*prefix, name)), folder, name)
+        if kind == "file" or (everything and kind != "dir"):
+            yield Walked("/".join((*prefix, name)), folder, name, kind)
     for name, kind in names:
         if kind != "dir" or name in skip:
             continue
@@ -323,7 +337,7 @@ def _walk(folder: Folder, prefix: tuple[str, ...], skip: frozenset[str]) -> Iter
         except OSError:
             continue  # replaced meanwhile (a symlink is refused), or unreadable
         with inner:
-            yield from _walk(inner, (*prefix, name), skip)
+            yield from _walk(inner, (*prefix, name), skip, everything)
 
 
 def _open_regular(
@@ -369,7 +383,13 @@ def _temporary_name(name: str) -> str:
 
 
 def _replace(
-    folder: Folder, name: str, shown: str, data: bytes, workspace: Workspace, given: str
+    folder: Folder,
+    name: str,
+    shown: str,
+    data: bytes | BufferedReader,
+    mode: int | None,
+    workspace: Workspace,
+    given: str,
 ) -> WriteVerb:
     """Write ``data`` over ``name`` in ``folder`` through a temporary file renamed into place."""
     info = folder.lstat(name)
@@ -377,16 +397,21 @@ def _replace(
         if stat.S_ISLNK(info.st_mode):
             raise workspace._symlink(folder, name, tuple(shown.split("/")), given)
         with _open_regular(folder, name, shown, workspace, given) as current:
-            if current.read() == data:
+            if isinstance(data, bytes) and current.read() == data:
                 return "unchanged"
+    if mode is None and info is not None:
+        mode = info.st_mode & 0o7777
     tmp = _temporary_name(name)
-    # Created 0o666 less the umask, like any new file; an existing file's mode is kept.
-    fd = folder.open_file(tmp, CREATE_FLAGS, 0o666)
+    # Created 0o666 less the umask, like any new file, unless a mode is given or kept.
+    fd = folder.open_file(tmp, CREATE_FLAGS, 0o666 if mode is None else 0o600)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            if info is not None and hasattr(os, "fchmod"):
-                os.fchmod(handle.fileno(), info.st_mode & 0o7777)
+            if isinstance(data, bytes):
+                handle.write(data)
+            else:
+                shutil.copyfileobj(data, handle, _CHUNK)
+            if mode is not None and hasattr(os, "fchmod"):  # Windows keeps no POSIX modes
+                os.fchmod(handle.fileno(), mode)
         folder.rename(tmp, name)
     except BaseException as exc:
         with suppress(OSError):

@@ -4,11 +4,15 @@ A child spawned with ``isolate = true`` works in a copy taken by :func:`isolate`
 so concurrent children cannot clobber each other's edits. When it succeeds,
 :func:`bring_back` writes each file it changed into the parent's workspace only
 where the parent's file still matches the :class:`Snapshot` taken with the copy;
-anywhere else the parent's file is kept and the path is a conflict.
+anywhere else the parent's file is kept and the path is a conflict. Every file
+brought back is a write the parent's gate decides, as the parent's own would be.
 
 Only regular files count: symlinks are never followed or copied, special files
-are skipped, and a mode-only change (same bytes) is not a change. Filesystem
-errors (``OSError``) propagate; the caller turns them into an observation.
+are skipped, and a mode-only change (same bytes) is not a change. Both trees
+are walked from their folders' descriptors, never through a symlink, so a
+racing process cannot lead a read or a write elsewhere. Filesystem errors
+(``OSError``, and a refused path) propagate; the caller turns them into an
+observation.
 """
 
 from __future__ import annotations
@@ -18,24 +22,22 @@ import hashlib
 import json
 import os
 import re
-import secrets
 import shutil
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from io import BufferedReader
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 
-from io_harness.tools._text import PARTIAL_SUFFIX
+from io_harness._confined import Folder, PathMissing, PathRefused, Workspace
+from io_harness._confined._folder import CREATE_FLAGS
+from io_harness._confined._workspace import _open_regular
 
-__all__ = ["BroughtBack", "Snapshot", "bring_back", "isolate", "snapshot"]
+__all__ = ["BroughtBack", "Snapshot", "WriteCheck", "bring_back", "isolate", "snapshot"]
 
 _CHUNK = 1024 * 1024
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
-# Opening with O_NOFOLLOW refuses a path that became a symlink after the walk
-# saw a regular file, and O_NONBLOCK keeps a path that became a FIFO from
-# blocking the open; neither flag changes how a regular file is read.
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 _NOT_REGULAR = "not a regular file"
 """The state of a path that exists but is not a regular file; never equal to a hash."""
 _LISTED = 20
@@ -101,10 +103,13 @@ class BroughtBack:
     """Relative paths the child changed that the parent also changed differently, sorted."""
     copy: Path
     """The child's copy, where a conflicting file's child version stays."""
+    withheld: tuple[tuple[str, str], ...] = ()
+    """Relative paths the parent's policy did not let be written outright, with why."""
 
     def describe(self) -> str:
-        """One short paragraph for the model: what came back and which files conflict."""
-        if not self.brought and not self.conflicts:
+        """One short paragraph for the model: what came back, which files conflict, and
+        which the policy withheld."""
+        if not self.brought and not self.conflicts and not self.withheld:
             return "No files changed: nothing in the sub-agent's copy needed bringing back."
         parts = []
         if self.brought:
@@ -129,6 +134,16 @@ class BroughtBack:
                 f"the sub-agent's {'version is' if one else 'versions are'} at {where} "
                 "(absent where it deleted the file)."
             )
+        if self.withheld:
+            # Each withheld file is named too: the parent decides whether to write it itself.
+            reasons = "; ".join(
+                f"{rel} ({why}; the sub-agent's version is at {self.copy / rel})"
+                for rel, why in self.withheld
+            )
+            parts.append(
+                f"Not brought back, as your policy does not let them be written outright: "
+                f"{reasons}."
+            )
         return " ".join(parts)
 
 
@@ -136,162 +151,142 @@ def _count(paths: tuple[str, ...]) -> str:
     return "1 file" if len(paths) == 1 else f"{len(paths)} files"
 
 
-def _raise(exc: OSError) -> None:
-    raise exc
-
-
-def _walk(root: Path) -> Iterator[tuple[str, bool]]:
-    """Every non-directory entry under ``root`` as (relative POSIX path, is a regular file).
-
-    A symlink to a folder is reported as a non-regular entry and not entered;
-    an entry that vanishes during the walk is left out.
-    """
-    for dirpath, dirnames, filenames in os.walk(root, onerror=_raise, followlinks=False):
-        here = Path(dirpath)
-        prefix = here.relative_to(root)
-        for name in dirnames:
-            if (here / name).is_symlink():
-                yield (prefix / name).as_posix(), False
-        for name in filenames:
-            try:
-                mode = os.lstat(here / name).st_mode
-            except FileNotFoundError:
-                continue
-            yield (prefix / name).as_posix(), stat.S_ISREG(mode)
-
-
-def _open_regular(path: Path) -> int | None:
-    """A descriptor reading ``path`` if it is a regular file now; ``None`` if it is gone or not."""
-    try:
-        fd = os.open(path, _OPEN_FLAGS)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        # ELOOP (EMLINK on FreeBSD): a symlink, refused by O_NOFOLLOW; ENXIO: a socket.
-        if exc.errno in (errno.ELOOP, errno.EMLINK, errno.ENXIO):
-            return None
-        raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return None
-    return fd
-
-
-def _hash_fd(fd: int) -> str:
-    with os.fdopen(fd, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
-
-
-def _copy_fd(fd: int, dst: Path) -> str:
-    """Copy the open file to the new file ``dst`` with its mode; the sha256 of the bytes copied."""
-    digest = hashlib.sha256()
-    with os.fdopen(fd, "rb") as source:
-        mode = os.fstat(source.fileno()).st_mode & 0o7777
-        out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(out, "wb") as target:
-            while chunk := source.read(_CHUNK):
-                digest.update(chunk)
-                target.write(chunk)
-    # Set after writing, so a read-only mode cannot stop the copy itself.
-    os.chmod(dst, mode)
-    return digest.hexdigest()
-
-
-def _scan(root: Path) -> tuple[dict[str, str], set[str]]:
+def _scan(root: Workspace) -> tuple[dict[str, str], set[str]]:
     """The regular files under ``root`` with their hashes, and the paths of everything else."""
     files: dict[str, str] = {}
     others: set[str] = set()
-    for rel, regular in _walk(root):
-        fd = _open_regular(root / rel) if regular else None
-        if fd is None:
-            others.add(rel)
-        else:
-            files[rel] = _hash_fd(fd)
+    for found in root.walk(frozenset(), everything=True):
+        if found.kind != "file":
+            others.add(found.rel)
+            continue
+        try:
+            with found.open() as handle:
+                files[found.rel] = hashlib.file_digest(handle, "sha256").hexdigest()
+        except PathRefused:  # no longer a regular file: changed since it was listed
+            others.add(found.rel)
     return files, others
 
 
 def snapshot(root: Path) -> Snapshot:
     """The hash of each regular file under ``root``; symlinks and special files are skipped."""
-    return Snapshot(_scan(root)[0])
+    return Snapshot(_scan(Workspace(root))[0])
 
 
 def isolate(root: Path, into: Path) -> Snapshot:
     """Copy the tree under root into `into` (which must not exist yet; its parent must).
 
-    File modes are kept. The snapshot returned holds the hashes of the bytes as
-    copied, taken from the copy, so a file changing in the parent mid-copy
-    cannot lie. ``into`` may not lie inside ``root`` (the copy would copy
-    itself): that is a ``ValueError``. A copy that fails is removed.
+    Every folder and file keeps its mode, so the copy is no more readable than
+    the original (the caller puts it in a folder of its own, private to the
+    harness). Only folders and regular files are copied, each read from its
+    folder's descriptor without following a symlink. The snapshot returned
+    holds the hashes of the bytes as copied, so a file changing in the parent
+    mid-copy cannot lie. ``into`` may not lie inside ``root`` (the copy would
+    copy itself): that is a ``ValueError``. A copy that fails is removed.
     """
     target = into.parent.resolve() / into.name
     if target.is_relative_to(root.resolve()):
         raise ValueError(f"the copy {into} would lie inside the workspace it copies, {root}")
-    into.mkdir()
-    files: dict[str, str] = {}
-    try:
-        for rel, regular in _walk(root):
-            fd = _open_regular(root / rel) if regular else None
-            if fd is None:
-                continue
-            dst = into / rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            files[rel] = _copy_fd(fd, dst)
-    except BaseException:
-        shutil.rmtree(into, ignore_errors=True)
-        raise
+    source = Folder.open_root(root.resolve())
+    with source:
+        os.mkdir(into, 0o700)
+        files: dict[str, str] = {}
+        try:
+            with Folder.open_root(target) as copy:
+                _copy_folder(source, copy, (), files)
+                _keep_mode(source, copy)
+        except BaseException:
+            shutil.rmtree(into, ignore_errors=True)
+            raise
     return Snapshot(files)
 
 
-def _state(root: Path, rel: str) -> str | None:
-    """The hash of ``root/rel``, ``None`` if absent, or :data:`_NOT_REGULAR`.
+def _copy_folder(
+    source: Folder, copy: Folder, prefix: tuple[str, ...], files: dict[str, str]
+) -> None:
+    """Copy ``source``'s folders and regular files into ``copy``, recording each file's hash.
+
+    A folder's own mode is set after its content, so a read-only folder can be filled.
+    """
+    for name, kind in source.names():
+        rel = "/".join((*prefix, name))
+        if kind == "file":
+            try:
+                handle = _open_regular(source, name, rel)
+            except PathRefused:
+                continue  # no longer a regular file
+            with handle:
+                files[rel] = _copy_file(handle, copy, name)
+        elif kind == "dir":
+            try:
+                inner = source.open_dir(name)
+            except OSError:
+                continue  # replaced by something else meanwhile
+            with inner:
+                copy.make_dir(name, 0o700)
+                with copy.open_dir(name) as inner_copy:
+                    _copy_folder(inner, inner_copy, (*prefix, name), files)
+                    _keep_mode(inner, inner_copy)
+
+
+def _keep_mode(source: Folder, copy: Folder) -> None:
+    if source.fd is not None and copy.fd is not None:
+        os.fchmod(copy.fd, os.fstat(source.fd).st_mode & 0o7777)
+
+
+def _copy_file(handle: BufferedReader, copy: Folder, name: str) -> str:
+    """Copy the open file to the new file ``name`` of ``copy`` with its mode; its sha256."""
+    digest = hashlib.sha256()
+    out = copy.open_file(name, CREATE_FLAGS, 0o600)
+    with os.fdopen(out, "wb") as target:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+            target.write(chunk)
+        # Set after writing, so a read-only mode cannot stop the copy itself.
+        if hasattr(os, "fchmod"):
+            os.fchmod(target.fileno(), os.fstat(handle.fileno()).st_mode & 0o7777)
+    return digest.hexdigest()
+
+
+def _state(root: Workspace, rel: str) -> str | None:
+    """The hash of ``rel`` under ``root``, ``None`` if absent, or :data:`_NOT_REGULAR`.
 
     Each folder on the way must be a real folder: a symlink or a file there
     makes the path not a regular file, so nothing is ever written through one.
     """
-    here = root
-    parts = PurePosixPath(rel).parts
-    for part in parts[:-1]:
-        here = here / part
-        try:
-            mode = os.lstat(here).st_mode
-        except FileNotFoundError:
+    try:
+        info = root.lstat(rel)
+        if info is None:
             return None
-        if not stat.S_ISDIR(mode):
+        if not stat.S_ISREG(info.st_mode):
             return _NOT_REGULAR
-    path = here / parts[-1]
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
+        with root.open(rel) as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    except PathMissing:
         return None
-    fd = _open_regular(path) if stat.S_ISREG(mode) else None
-    return _NOT_REGULAR if fd is None else _hash_fd(fd)
+    except PathRefused:
+        return _NOT_REGULAR
 
 
-def _write_from(src: Path, dst: Path) -> None:
-    """Replace ``dst`` atomically with the bytes and mode of ``src``, creating folders."""
-    fd = _open_regular(src)
-    if fd is None:
-        raise FileNotFoundError(errno.ENOENT, "no longer a regular file in the copy", str(src))
-    tmp = dst.parent / f".{dst.name}.{secrets.token_hex(4)}{PARTIAL_SUFFIX}"
-    try:
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        _copy_fd(fd, tmp)
-        os.replace(tmp, dst)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+WriteCheck = Callable[[str], str | None]
+"""Whether the parent's policy lets a path be written outright: ``None``, or why not."""
 
 
-def bring_back(base: Snapshot, copy: Path, root: Path) -> BroughtBack:
+def bring_back(
+    base: Snapshot, copy: Path, root: Path, may_write: WriteCheck | None = None
+) -> BroughtBack:
     """Apply each file the child changed in ``copy`` since ``base`` to ``root``, where safe.
 
     A change (added, modified or deleted) is applied only when ``root``'s file
     still matches ``base``; when it already matches the child's result it is
     left alone and not listed; otherwise it is a conflict and ``root``'s file
     is kept. A path the child turned into a symlink or special file is not a
-    deletion: it is skipped.
+    deletion: it is skipped. Every change is a write the parent's gate decides
+    (``may_write``): one it does not allow outright is withheld, the child's
+    version left in the copy. Both sides are walked from their descriptors,
+    never through a symlink.
     """
-    theirs, others = _scan(copy)
+    parent, child = Workspace(root), Workspace(copy, called="the sub-agent's copy")
+    theirs, others = _scan(child)
 
     def shadowed(rel: str) -> bool:
         parts = PurePosixPath(rel).parts
@@ -307,16 +302,32 @@ def bring_back(base: Snapshot, copy: Path, root: Path) -> BroughtBack:
     changes.sort(key=lambda rel: (rel in theirs, rel))
     brought: list[str] = []
     conflicts: list[str] = []
+    withheld: list[tuple[str, str]] = []
     for rel in changes:
-        now = _state(root, rel)
+        now = _state(parent, rel)
         if now == theirs.get(rel):
             continue
         if now != base.files.get(rel):
             conflicts.append(rel)
             continue
+        refusal = may_write(rel) if may_write is not None else None
+        if refusal is not None:
+            withheld.append((rel, refusal))
+            continue
         if rel in theirs:
-            _write_from(copy / rel, root / rel)
+            _write_from(child, rel, parent)
         else:
-            (root / rel).unlink(missing_ok=True)
+            parent.unlink(rel)
         brought.append(rel)
-    return BroughtBack(tuple(sorted(brought)), tuple(sorted(conflicts)), copy)
+    return BroughtBack(
+        tuple(sorted(brought)), tuple(sorted(conflicts)), copy, tuple(sorted(withheld))
+    )
+
+
+def _write_from(child: Workspace, rel: str, parent: Workspace) -> None:
+    """Replace ``rel`` in ``parent`` atomically with the bytes and mode of the child's file."""
+    try:
+        with child.open(rel) as handle:
+            parent.write(rel, handle, mode=os.fstat(handle.fileno()).st_mode & 0o7777)
+    except PathMissing:
+        raise FileNotFoundError(errno.ENOENT, "no longer a regular file in the copy", rel) from None

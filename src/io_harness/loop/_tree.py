@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from io_harness._confined import PathRefused
 from io_harness._validation import CheckedModel, describe_validation, loading
 from io_harness.contract import Budget, TaskContract
 from io_harness.errors import HarnessError, ResumeError, StorageError
@@ -38,9 +39,9 @@ from io_harness.loop._isolate import BroughtBack, Snapshot, bring_back, isolate
 from io_harness.loop._outcome import RunOutcome, RunResult
 from io_harness.loop._progress import DoneCall
 from io_harness.policy._approval import ApprovalRequest
-from io_harness.policy._gate import Gate, canonical_argv
+from io_harness.policy._gate import Access, Gate, canonical_argv
 from io_harness.policy._policy import Policy
-from io_harness.policy._rules import Effect
+from io_harness.policy._rules import Act, Effect
 from io_harness.pricing import format_money
 from io_harness.store import Store
 from io_harness.store._records import TreeEventRow, TreePlace
@@ -237,7 +238,9 @@ class Tree:
     def remove_copies(self) -> None:
         """Remove the isolated copies of finished children (a conflict's copy is kept)."""
         for copy in self.copies:
-            shutil.rmtree(copy, ignore_errors=True)
+            # The copy's own private folder goes with it (an older run's copy sat in /tmp).
+            holder = copy.parent if copy.parent.name.startswith(_COPY_PREFIX) else copy
+            shutil.rmtree(holder, ignore_errors=True)
         self.copies.clear()
 
 
@@ -432,8 +435,10 @@ class AgentNode:
         root = self.contract.root
         settings: dict[str, Any] = {"goal": args.goal}
         if args.isolate:
-            copy = Path(tempfile.gettempdir()) / f"ioh-isolated-{run_id}"
-            shutil.rmtree(copy, ignore_errors=True)  # a spawn redone after a crash
+            # A folder of the harness's own (0700, a name no one could take first), so the
+            # copy is no more readable than the workspace; a spawn redone after a crash
+            # makes another.
+            copy = Path(tempfile.mkdtemp(prefix=f"{_COPY_PREFIX}{run_id}-")) / "workspace"
             base = isolate(root, copy)
             settings["isolated"] = {"copy": str(copy), "into": str(root), "base": base.to_json()}
             root = copy
@@ -545,12 +550,20 @@ class AgentNode:
         if not copy.is_dir():
             return f"its private copy {copy} is gone, so its changes could not be brought back"
         try:
-            back = bring_back(base, copy, into)
+            back = bring_back(base, copy, into, self._may_write)
         except OSError as exc:
             return f"its changes could not be brought back: {exc.strerror or exc}"
+        except PathRefused as exc:
+            return f"its changes could not all be brought back: {exc}"
         if not back.conflicts:
             self.tree.copies.append(copy)
         return back
+
+    def _may_write(self, rel: str) -> str | None:
+        """Whether this agent's policy lets ``rel`` be written outright (a brought-back file
+        is this agent's write, checked and recorded as one); if not, why not."""
+        verdict = self.gate.check_outright(Access(Act.WRITE, rel))
+        return None if verdict.effect is Effect.ALLOW else verdict.describe()
 
 
 def _isolation(store: Store, run_id: str) -> tuple[Path, Path, Snapshot] | None:
@@ -561,6 +574,10 @@ def _isolation(store: Store, run_id: str) -> tuple[Path, Path, Snapshot] | None:
         return None
     base = Snapshot.from_json(isolated["base"])
     return Path(isolated["copy"]), Path(isolated["into"]), base
+
+
+_COPY_PREFIX = "ioh-isolated-"
+"""The start of the name of an isolated child's private folder, which holds its copy."""
 
 
 def _last_words(messages: Sequence[Any]) -> str:
