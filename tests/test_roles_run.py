@@ -12,6 +12,7 @@ from io_harness import (
     ConfigError,
     Harness,
     Policy,
+    Roles,
     RunOutcome,
     Store,
     TaskContract,
@@ -168,3 +169,62 @@ def test_ioh_run_reads_the_roles_file_beside_a_contract_and_keeps_it_for_resume(
         refused = opened.trace(run.id).tool_calls[0].result
     assert "the role 'writer' may call only: write_file, read_file" in refused
     assert run.labels["ioh.roles"] == str((tmp_path / "roles.toml").absolute())
+
+
+@pytest.mark.parametrize("link", ["schema", "description", "folder"])
+async def test_a_committed_file_symlinked_to_a_credential_never_reaches_the_model(
+    work: Path, tmp_path: Path, link: str
+) -> None:
+    secret = tmp_path / "credentials"
+    secret.mkdir()
+    (secret / "aws.json").write_text('{"type": "object", "aws_secret": "hunter2"}')
+    (secret / "aws.md").write_text("---\ndescription: hunter2\n---\n")
+    tools = work / "descriptions" / "tools"
+    if link == "schema":
+        (tools / "write_file.json").unlink()
+        (tools / "write_file.json").symlink_to(secret / "aws.json")
+    elif link == "description":
+        (work / "descriptions" / "skills" / "write_file.md").unlink()
+        (work / "descriptions" / "skills" / "write_file.md").symlink_to(secret / "aws.md")
+    else:
+        shutil.rmtree(tools)
+        tools.symlink_to(secret, target_is_directory=True)
+    provider = ScriptedProvider([reply("x")])
+    harness = Harness(provider, store=Store.memory(), roles=work.parent / "roles.toml")
+
+    with pytest.raises(ConfigError, match="symlink") as raised:
+        await harness.run(contract(work))
+
+    assert "hunter2" not in str(raised.value)
+    assert provider.requests == []
+
+
+async def test_a_committed_file_the_policy_does_not_let_be_read_stops_the_run_before_the_model(
+    work: Path,
+) -> None:
+    provider = ScriptedProvider([reply("x")])
+    policy = Policy.permissive().layer("app").deny_read("descriptions/tools/write_file.json")
+    harness = Harness(
+        provider, store=Store.memory(), policy=policy, roles=work.parent / "roles.toml"
+    )
+
+    with pytest.raises(ConfigError, match="the run's policy does not let it be read"):
+        await harness.run(contract(work))
+
+    assert provider.requests == []
+
+
+@pytest.mark.parametrize("prompt", ["/etc/passwd", "../secret.md", "linked.md"])
+def test_a_roles_prompt_file_is_read_only_inside_the_roles_files_folder(
+    tmp_path: Path, prompt: str
+) -> None:
+    (tmp_path / "secret.md").write_text("hunter2\n")
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    (folder / "linked.md").symlink_to(tmp_path / "secret.md")
+    (folder / "roles.toml").write_text(f'[roles.coder]\nsystem_prompt = "{prompt}"\n')
+
+    with pytest.raises(ConfigError, match=r"roles\.coder\.system_prompt") as raised:
+        Roles.from_toml(folder / "roles.toml")
+
+    assert "hunter2" not in str(raised.value)

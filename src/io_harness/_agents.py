@@ -103,7 +103,7 @@ class AgentKit:
         notes = memory_notes(store.memory_entries(memory_scope(contract))) if self.memory else None
         started = run_started(run_id, 0, contract, self.provider, resumed=False)
         names = tools.names
-        role = self.run_role(contract, tools)
+        role = self.run_role(contract, tools, gate)
         if role is not None:
             names = tuple(t.spec.name for t in role.compose(()).tools)
         prompt = system_prompt(contract, names, self.skills)
@@ -125,11 +125,12 @@ class AgentKit:
             **fields,  # type: ignore[arg-type]
         )
 
-    def run_role(self, contract: TaskContract, tools: RunTools) -> RunRole | None:
-        """The role an agent of this kit works under (the root's; a sub-agent has none)."""
+    def run_role(self, contract: TaskContract, tools: RunTools, gate: Gate) -> RunRole | None:
+        """The role an agent of this kit works under (the root's; a sub-agent has none);
+        its committed files are read only where the agent's policy lets them be read."""
         if self.role is None or contract.role != self.role.name:
             return None
-        return RunRole.of(self.role, contract.root.resolve(), tools)
+        return RunRole.of(self.role, contract.root.resolve(), tools, gate.readable_quietly)
 
     def engine(
         self,
@@ -154,7 +155,7 @@ class AgentKit:
             self.chosen,
             self.sessions if owns_sessions else None,
             node,
-            self.run_role(contract, tools),
+            self.run_role(contract, tools, gate),
             self.compaction,
             self.window,
         )

@@ -123,7 +123,10 @@ class Workspace:
             if folder is None:
                 raise PathMissing(f"{self.called} ({self.root}) no longer exists")
             return folder
-        return Folder.open_root(self.root)
+        try:
+            return Folder.open_root(self.root)
+        except FileNotFoundError:
+            raise PathMissing(f"{self.called} ({self.root}) does not exist") from None
 
     def _descend(
         self, parts: tuple[str, ...], given: str, *, create: bool = False

@@ -20,19 +20,22 @@ The tools array a role's agent is offered is built by three rules, in order:
 A schema file that exists but cannot be read, is not valid JSON or is not a
 JSON object, and a description file whose frontmatter is malformed, are each
 a :class:`ConfigError` naming the tool and the file: surfaced, never dropped.
+The files arrive with the repository, so each is read from the workspace's
+descriptor without following a symlink, and only where the run's policy lets
+it be read (a ``deny_read`` on a credentials file holds here too): a symlink
+or a file the policy withholds is a :class:`ConfigError` as well.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from io_harness._confined import PathRefused, Workspace
 from io_harness._roles._file import name_problem
-from io_harness._validation import read_config_text
 from io_harness.errors import ConfigError
 from io_harness.messages import Message, ToolSpec
 from io_harness.tools._skills import _frontmatter  # the skills' parser: one frontmatter dialect
@@ -116,13 +119,17 @@ def compose(
     workspace: Path,
     injected: Sequence[ToolSpec],
     history: Sequence[Message],
+    *,
+    readable: Callable[[str], bool] | None = None,
 ) -> Composition:
     """The toolset of a role declaring ``declared`` in ``workspace``, by the three rules.
 
-    ``history`` is read, never changed. A declared name that is not 1-64 of
-    ``[a-zA-Z0-9_-]``, a name declared or injected twice, and every file fault
-    the module's docstring lists are :class:`ConfigError`.
+    ``history`` is read, never changed. ``readable`` says whether the run's
+    policy lets a workspace path be read outright. A declared name that is
+    not 1-64 of ``[a-zA-Z0-9_-]``, a name declared or injected twice, and
+    every file fault the module's docstring lists are :class:`ConfigError`.
     """
+    files = _Committed(Workspace(workspace), readable)
     tools: list[ComposedTool] = []
     taken: set[str] = set()
     for spec in injected:
@@ -140,7 +147,7 @@ def compose(
         seen.add(name)
         if name in taken:  # injection outranks election
             continue
-        elected = _committed(workspace, name, "elected")
+        elected = files.tool(name, "elected")
         if elected is not None:
             taken.add(name)
             tools.append(elected)
@@ -148,7 +155,7 @@ def compose(
         if name in taken:
             continue
         taken.add(name)
-        tools.append(_closure(workspace, name))
+        tools.append(_closure(files, name))
     return Composition(tuple(tools))
 
 
@@ -161,45 +168,70 @@ def _called(history: Sequence[Message]) -> list[str]:
     return list(names)
 
 
-def _closure(workspace: Path, name: str) -> ComposedTool:
+def _closure(files: _Committed, name: str) -> ComposedTool:
     # A name no file could be named after (the model may call anything) gets the stand-in:
     # building a path from it could reach outside descriptions/tools.
     if name_problem(name, "tool") is None:
-        committed = _committed(workspace, name, "closure")
+        committed = files.tool(name, "closure")
         if committed is not None:
             return committed
     spec = ToolSpec(name=name, description="", parameters=dict(STAND_IN_SCHEMA))
     return ComposedTool(spec, "closure")
 
 
-def _committed(workspace: Path, name: str, source: Source) -> ComposedTool | None:
-    """The tool as the workspace commits it, or ``None`` when it has no schema file."""
-    schema_file = schema_path(workspace, name)
-    if not _present(schema_file, name, "schema"):
-        return None
-    parameters = _schema(schema_file, name)
-    description_file = description_path(workspace, name)
-    if not _present(description_file, name, "description"):
-        spec = ToolSpec(name=name, description="", parameters=parameters)
-        return ComposedTool(spec, source, schema_file, None)
-    description = _description(description_file, name)
-    spec = ToolSpec(name=name, description=description, parameters=parameters)
-    return ComposedTool(spec, source, schema_file, description_file)
+@dataclass(frozen=True, slots=True)
+class _Committed:
+    """The files a workspace commits for its tools, read as the repository's files are."""
+
+    workspace: Workspace
+    readable: Callable[[str], bool] | None
+
+    def tool(self, name: str, source: Source) -> ComposedTool | None:
+        """The tool as the workspace commits it, or ``None`` when it has no schema file."""
+        schema_rel = (SCHEMAS_DIR / f"{name}.json").as_posix()
+        schema = self._text(schema_rel, name, "schema")
+        if schema is None:
+            return None
+        parameters = _schema(schema, self.workspace.root / schema_rel, name)
+        description_rel = (DESCRIPTIONS_DIR / f"{name}.md").as_posix()
+        text = self._text(description_rel, name, "description")
+        schema_file = self.workspace.root / schema_rel
+        if text is None:
+            spec = ToolSpec(name=name, description="", parameters=parameters)
+            return ComposedTool(spec, source, schema_file, None)
+        description_file = self.workspace.root / description_rel
+        description = _description(text, description_file, name)
+        spec = ToolSpec(name=name, description=description, parameters=parameters)
+        return ComposedTool(spec, source, schema_file, description_file)
+
+    def _text(self, rel: str, name: str, what: str) -> str | None:
+        """The UTF-8 text of the committed file ``rel``; ``None`` when nothing is there.
+
+        Anything but a regular file reached through real folders (a symlink,
+        a folder) is a :class:`ConfigError`, as is a file the policy withholds.
+        """
+        shown = f"tool {name!r}: {what} file {self.workspace.root / rel}"
+        try:
+            if self.workspace.lstat(rel) is None:
+                return None
+            if self.readable is not None and not self.readable(rel):
+                raise ConfigError(f"{shown}: the run's policy does not let it be read")
+            data = self.workspace.read_bytes(rel)
+        except PathRefused as exc:
+            raise ConfigError(f"{shown}: {exc}") from None
+        except OSError as exc:
+            raise ConfigError(f"{shown}: {exc.strerror or exc}") from None
+        if data is None:
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"{shown} is not UTF-8 text (bad byte at offset {exc.start})"
+            ) from None
 
 
-def _present(path: Path, name: str, what: str) -> bool:
-    """Whether ``path`` is there (a dangling symlink is, and fails when read)."""
-    try:
-        os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    except OSError as exc:
-        raise ConfigError(f"tool {name!r}: {what} file {path}: {exc.strerror or exc}") from None
-    return True
-
-
-def _schema(path: Path, name: str) -> dict[str, Any]:
-    text = read_config_text(path, f"tool {name!r}: schema file")
+def _schema(text: str, path: Path, name: str) -> dict[str, Any]:
     try:
         schema = json.loads(text, parse_constant=_not_json)
     except ValueError as exc:
@@ -221,9 +253,8 @@ def _json_kind(value: object) -> str:
     return kinds.get(type(value), "a number")
 
 
-def _description(path: Path, name: str) -> str:
+def _description(text: str, path: Path, name: str) -> str:
     shown = f"tool {name!r}: description file {path}"
-    text = read_config_text(path, shown)
     fields, _ = _frontmatter(text.removeprefix("\ufeff"), shown)
     description = fields.get("description")
     if description is None:

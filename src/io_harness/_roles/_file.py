@@ -25,7 +25,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, ConfigDict, Field, ValidationError, field_validator
 
 from io_harness._compaction import Compaction
-from io_harness._validation import CheckedModel, loading, read_config_text, read_toml
+from io_harness._confined import PathRefused, Workspace
+from io_harness._validation import CheckedModel, loading, read_toml
 from io_harness.errors import ConfigError
 from io_harness.providers._presets import SPEC_FORMS
 from io_harness.tools._names import TOOL_NAME
@@ -197,14 +198,37 @@ def _role(name: str, table: Any, path: Path, folder: Path) -> Role:
     if prompt is not None:
         if not isinstance(prompt, str) or not prompt.strip():
             raise ConfigError(f"{path}: {key}.system_prompt: expected a path string")
-        prompt_file = folder / prompt
-        fields["system_prompt"] = read_config_text(prompt_file, f"{path}: {key}.system_prompt")
-        fields["system_prompt_file"] = prompt_file
+        fields["system_prompt"] = _prompt_text(folder, prompt, f"{path}: {key}.system_prompt")
+        fields["system_prompt_file"] = folder / prompt
     try:
         with loading():
             return Role.model_validate(fields)
     except ValidationError as exc:
         raise ConfigError(f"{path}: {_described(exc, key)}") from None
+
+
+def _prompt_text(folder: Path, prompt: str, shown: str) -> str:
+    """The text of a role's prompt file, a path inside the roles file's folder.
+
+    A roles file may come with a repository, so its prompt file is confined as
+    the agent's paths are: no absolute path, no ``..``, no symlink followed.
+    """
+    try:
+        data = Workspace(folder, called="the roles file's folder").read_bytes(prompt)
+    except PathRefused as exc:
+        raise ConfigError(f"{shown}: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(
+            f"{shown}: cannot read {folder / prompt}: {exc.strerror or exc}"
+        ) from None
+    if data is None:
+        raise ConfigError(f"{shown}: cannot read {folder / prompt}: No such file or directory")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{shown}: {folder / prompt} is not UTF-8 text (bad byte at offset {exc.start})"
+        ) from None
 
 
 def _described(exc: ValidationError, key: str) -> str:

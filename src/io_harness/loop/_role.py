@@ -11,7 +11,7 @@ with the role's toolset named. A permitted call still passes the policy.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,13 +32,21 @@ class RunRole:
     role: Role
     workspace: Path
     injected: tuple[ToolSpec, ...]
+    readable: Callable[[str], bool] | None = None
+    """Whether the run's policy lets a workspace path be read outright (a committed file)."""
 
     @classmethod
-    def of(cls, role: Role, workspace: Path, tools: RunTools) -> RunRole:
+    def of(
+        cls,
+        role: Role,
+        workspace: Path,
+        tools: RunTools,
+        readable: Callable[[str], bool] | None = None,
+    ) -> RunRole:
         """``role`` over ``workspace``: its procedure tools first, then the caller's."""
         procedures = [tools[name].spec for name in PROCEDURE_TOOLS if name in tools.names]
         callers = [tools[n].spec for n in tools.names if tools.kind_of(n) == "caller"]
-        return cls(role, workspace, (*procedures, *callers))
+        return cls(role, workspace, (*procedures, *callers), readable)
 
     @property
     def name(self) -> str:
@@ -47,7 +55,9 @@ class RunRole:
 
     def compose(self, history: Sequence[Message]) -> Composition:
         """The tools array of a request whose messages are ``history``."""
-        return compose(self.role.tools, self.workspace, self.injected, history)
+        return compose(
+            self.role.tools, self.workspace, self.injected, history, readable=self.readable
+        )
 
     def system_prompt(self, harness_prompt: str) -> str:
         """The role's system prompt, then the harness's (the task's subject and condition)."""
