@@ -555,7 +555,7 @@ class AgentNode:
             return f"its changes could not be brought back: {exc.strerror or exc}"
         except PathRefused as exc:
             return f"its changes could not all be brought back: {exc}"
-        if not back.conflicts:
+        if not back.conflicts and not back.withheld:  # else kept: the observation names it
             self.tree.copies.append(copy)
         return back
 
