@@ -336,5 +336,5 @@ def test_the_prompt_pending_and_a_decision_show_a_hostile_command_inert(
     assert f"\ncommand:   {ARGV_SHOWN}\n" in asked.err
     assert f"\n  command: {ARGV_SHOWN}\n" in pending
     # What a one-line summary says of the command: its newline shown, not broken at.
-    assert f"exec echo a b -c{HOSTILE_SHOWN}\\nwants:  read x (exec)" in pending
-    assert f"denied: exec echo a b -c{HOSTILE_SHOWN}\\nwants:  read x (exec)" in denied
+    assert f"exec echo 'a b' '-c{HOSTILE_SHOWN}\\nwants:  read x' (exec)" in pending
+    assert f"denied: exec echo 'a b' '-c{HOSTILE_SHOWN}\\nwants:  read x' (exec)" in denied

@@ -266,7 +266,7 @@ def test_control_characters_and_direction_overrides_are_shown_as_escapes(
     provider = ScriptedProvider(
         [
             reply(
-                "clear\x1b[2J \u202eevil",
+                "clear\x1b[2J \u202eevil \u200bzero\u2028line",
                 [
                     call(
                         "write_file",
@@ -282,8 +282,8 @@ def test_control_characters_and_direction_overrides_are_shown_as_escapes(
 
     page_html = render_report(store, result.run_id)
 
-    assert "\x1b" not in page_html and "\u202e" not in page_html
-    assert "clear\\x1b[2J \\u202eevil" in page_html
+    assert not {"\x1b", "\u202e", "\u200b", "\u2028"} & set(page_html)
+    assert "clear\\x1b[2J \\u202eevil \\u200bzero\\u2028line" in page_html
 
 
 def test_mcp_events_are_shown_in_their_step_and_in_a_table(eventful: str, store: Store) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import re
 import shlex
 import time
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ from typing import Any
 
 from io_harness._compaction import positions_text
 from io_harness._report._page import Page, seconds
+from io_harness._terminal import shown
 from io_harness.pricing import format_money
 
 __all__ = ["render_page"]
@@ -30,9 +30,6 @@ TEMPLATES = Path(__file__).parent / "templates"
 _FOLD_LINES = 24
 _FOLD_CHARS = 2400
 _PREVIEW = 90
-# C0 controls but tab and newline, DEL, the C1 controls, and the bidirectional
-# embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069).
-_HIDDEN = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def render_page(page: Page) -> str:
@@ -79,12 +76,9 @@ def _visible(value: Any) -> Any:
     """Text from a run with its hidden characters written as ``\\xNN`` / ``\\uNNNN``."""
     if not isinstance(value, str) or hasattr(value, "__html__"):
         return value
-    return _HIDDEN.sub(_escaped, value)
-
-
-def _escaped(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    # One list of what could hide or reorder text, the terminal's: a page shows what a
+    # run stored as the CLI does.
+    return shown(value)
 
 
 def _long(text: str) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -36,8 +37,9 @@ class ApprovalRequest(BaseModel):
     verdict: Verdict
 
     def describe(self) -> str:
-        """The act and target in one line, e.g. ``write src/app.py (write_file)``."""
-        shown = " ".join(self.argv) if self.argv else self.target
+        """The act and target in one line, e.g. ``write src/app.py (write_file)``; a command's
+        argv as a shell would read it back, so an argument with a space is one argument."""
+        shown = shlex.join(self.argv) if self.argv else self.target
         return f"{self.act.value} {shown} ({self.tool})"
 
 
