@@ -517,6 +517,8 @@ def test_importing_io_harness_does_not_load_psycopg() -> None:
     [
         "postgresql://someone:sekret@127.0.0.1:1/runs",
         "postgresql://someone@127.0.0.1:1/runs?password=sekret",
+        "postgresql://someone:sekret%zz@127.0.0.1:1/runs",
+        "postgresql://someone@127.0.0.1:1/runs?sslpassword=sekret&password=a%zzsekret",
     ],
 )
 def test_ioh_never_prints_a_database_password(url: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -551,3 +553,29 @@ def test_a_postgresql_store_without_psycopg_names_the_extra_to_install(tmp_path:
     assert done.returncode == 2
     assert "pip install 'io-harness[postgres]'" in done.stderr
     assert "internal error" not in done.stderr
+
+
+async def test_a_store_opened_with_credentials_in_its_url_shows_and_stores_none(
+    postgres_url: str, project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The server here trusts every connection, so the credentials open it and must still
+    appear nowhere: not in what the store says of itself, its errors, ioh, nor any column."""
+    url = postgres_url.replace("postgres@", "postgres:SECRETMARK@", 1)
+    url += "?application_name=ioh&sslpassword=SECRETMARK"
+    with Store.open(url) as store:
+        await run(contract(project, 1), ScriptedProvider([LISTING]), store=store, run_id="r1")
+        assert "SECRETMARK" not in f"{store!r} {store.location}"  # type: ignore[attr-defined]
+        with pytest.raises(ResumeError) as unknown:
+            store.load_run("never")
+        assert "SECRETMARK" not in str(unknown.value)
+    for argv in (["runs"], ["show", "r1"], ["show", "nope"]):
+        main([*argv, "--store", url])
+    out, err = capsys.readouterr()
+    assert "r1" in out and "SECRETMARK" not in out + err
+    tables = [
+        row[0]
+        for row in sql(postgres_url, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+    ]
+    for table in tables:
+        for row in sql(postgres_url, f"SELECT * FROM {table}"):
+            assert not any("SECRETMARK" in str(value) for value in row), (table, row)

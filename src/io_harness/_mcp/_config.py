@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from io_harness._urls import UNPARSEABLE, without_password
 from io_harness._validation import CheckedModel, loading
 from io_harness.errors import ConfigError
 from io_harness.policy._gate import Access
@@ -244,13 +245,14 @@ class McpServer(CheckedModel):
     def _url_reachable(cls, url: str | None) -> str | None:
         if url is None:
             return None
+        shown = without_password(url)
         try:
             parts = urlsplit(url)
             parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-        except ValueError as exc:
-            raise ValueError(f"{url!r} is not a URL: {exc}") from None
+        except ValueError:  # Python's reason quotes the text it could not read
+            raise ValueError(f"{shown!r} is not a URL: its host or port does not parse") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"{url!r} is not an http:// or https:// URL with a host")
+            raise ValueError(f"{shown!r} is not an http:// or https:// URL with a host")
         return url
 
     @model_validator(mode="after")
@@ -283,10 +285,14 @@ class McpServer(CheckedModel):
         return Access(Act.NET, host_port(self.url))
 
     def target(self) -> str:
-        """What the server is, for the trace and messages: its command line or its URL's origin."""
+        """What the server is, for the trace and messages: its command line or its URL's origin
+        and path (``<unparseable URL>`` where a credential may be mistaken for the path)."""
         if self.command is not None:
             return " ".join([self.command, *self.args])
         assert self.url is not None
+        shown = without_password(self.url)
+        if shown.endswith(UNPARSEABLE):
+            return shown
         parts = urlsplit(self.url)
         return f"{parts.scheme}://{host_port(self.url)}{parts.path}"
 

@@ -39,8 +39,11 @@ STORE_HELP = f"the run store: a SQLite file, or a postgresql:// URL (default: {D
 
 
 def store_location(text: str) -> Path | str:
-    """``--store``'s value: a PostgreSQL URL as given, anything else a SQLite file's path."""
-    return text if text.startswith(("postgresql://", "postgres://")) else Path(text)
+    """``--store``'s value: a SQLite file's path, or as given what is written as a URL or a
+    connection string (``Store.open`` opens a PostgreSQL URL and refuses the others)."""
+    from io_harness._urls import looks_like_connection_string
+
+    return text if "://" in text or looks_like_connection_string(text) else Path(text)
 
 
 def store_missing(location: Path | str) -> bool:

@@ -3,6 +3,8 @@
 ``ioh run`` stores its ``--provider`` specs as a label of the run, and the
 contract file of its MCP servers and its roles file (every run stores its
 prices), so ``ioh resume``, ``approve`` and ``deny`` need no flags to go on.
+A spec's URL is stored without its credentials; such a run needs
+``--provider`` again to go on.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ from io_harness._roles import Roles
 from io_harness.errors import ConfigError
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
-from io_harness.providers._spec import provider_from_specs
+from io_harness.providers._spec import provider_from_specs, spec_without_credentials
 from io_harness.store import Store
 
 __all__ = [
     "MCP_LABEL",
     "PROVIDER_LABEL",
     "ROLES_LABEL",
+    "WITHHELD",
     "launch_labels",
     "mcp_label",
     "prices_for",
@@ -40,6 +43,8 @@ MCP_LABEL = "ioh.mcp"
 """The label that keeps the contract file whose ``[[mcp]]`` servers a run was started with."""
 PROVIDER_LABEL = "ioh.provider"
 """The label that keeps the provider specs a run was started with (a JSON list)."""
+WITHHELD = "credentials-withheld:"
+"""How a stored provider spec starts when its URL held credentials, which were left out."""
 ROLES_LABEL = "ioh.roles"
 """The label that keeps the roles file a run's contract's role was read from."""
 ROLES_FILE = "roles.toml"
@@ -79,7 +84,14 @@ def launch_labels(args: argparse.Namespace) -> dict[str, str]:
         f"replay:{Path(spec[7:].strip()).absolute()}" if spec.startswith("replay:") else spec
         for spec in (given.strip() for given in args.provider or ())
     ]
-    return {PROVIDER_LABEL: json.dumps(specs)} if specs else {}
+    stored = [_storable(spec) for spec in specs]
+    return {PROVIDER_LABEL: json.dumps(stored)} if stored else {}
+
+
+def _storable(spec: str) -> str:
+    """``spec`` as the store may keep it: a URL's credentials are never stored."""
+    shown = spec_without_credentials(spec)
+    return shown if shown == spec else WITHHELD + shown
 
 
 def mcp_label(contract: Path, servers: Sequence[McpServer]) -> dict[str, str]:
@@ -121,6 +133,13 @@ def stored_provider(args: argparse.Namespace, store: Store) -> Provider | None:
             f"run {args.run_id!r} has a label {PROVIDER_LABEL!r} that is not a JSON list of "
             f"provider specs ({stored!r}); give --provider SPEC"
         )
+    for spec in specs:
+        if spec.startswith(WITHHELD):
+            raise ConfigError(
+                f"run {args.run_id!r} was started with the provider {spec[len(WITHHELD) :]!r}, "
+                "whose URL held credentials, which are never stored; give --provider SPEC "
+                "again (or the key in the provider's API key variable, not in the URL)"
+            )
     return provider_from_specs(specs)
 
 

@@ -16,6 +16,7 @@ import asyncio
 from collections.abc import AsyncGenerator, Awaitable
 from typing import TYPE_CHECKING, Any, cast
 
+from io_harness._urls import without_password
 from io_harness.errors import ConfigError, ProviderError
 from io_harness.messages import CompletionRequest, CompletionResponse, StreamDelta
 from io_harness.providers._anthropic_wire import (
@@ -111,7 +112,7 @@ class Anthropic:
         return cls(**kwargs)
 
     def __repr__(self) -> str:
-        return f"Anthropic(model={self.model!r}, base_url={self.base_url!r})"
+        return f"Anthropic(model={self.model!r}, base_url={without_password(self.base_url)!r})"
 
     def endpoints(self) -> tuple[str, ...]:
         """The one host this provider dials, as ``host:port``."""

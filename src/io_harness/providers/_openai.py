@@ -17,6 +17,7 @@ from collections.abc import AsyncGenerator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
+from io_harness._urls import without_password
 from io_harness.errors import ConfigError, ProviderError
 from io_harness.messages import CompletionRequest, CompletionResponse, StreamDelta
 from io_harness.providers._http import (
@@ -104,7 +105,8 @@ class OpenAI:
 
     def __repr__(self) -> str:
         kind = type(self).__name__
-        return f"{kind}(name={self.name!r}, model={self.model!r}, base_url={self.base_url!r})"
+        shown = without_password(self.base_url)
+        return f"{kind}(name={self.name!r}, model={self.model!r}, base_url={shown!r})"
 
     def endpoints(self) -> tuple[str, ...]:
         """The one host this provider dials, as ``host:port``."""

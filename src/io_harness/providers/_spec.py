@@ -7,8 +7,10 @@ A vendor without a model (``anthropic``) takes it from the environment.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
+from io_harness._urls import without_password, without_secret_parameters
 from io_harness.errors import ConfigError
 from io_harness.providers._anthropic import Anthropic
 from io_harness.providers._base import Provider
@@ -17,7 +19,13 @@ from io_harness.providers._fallback import Fallback
 from io_harness.providers._openai import OpenAI, OpenAICompatible, OpenRouter
 from io_harness.providers._presets import PRESETS, SPEC_FORMS
 
-__all__ = ["SPEC_FORMS", "endpoints_of_specs", "provider_from_spec", "provider_from_specs"]
+__all__ = [
+    "SPEC_FORMS",
+    "endpoints_of_specs",
+    "provider_from_spec",
+    "provider_from_specs",
+    "spec_without_credentials",
+]
 
 _VENDORS: dict[str, Callable[[str | None], Provider]] = {
     "openai": OpenAI,
@@ -45,12 +53,40 @@ def provider_from_spec(spec: str) -> Provider:
         return OpenAICompatible.preset(kind, model=model)
     if kind == "compatible" and rest:
         base_url, _, model = rest.rpartition("#")
+        if base_url and model and without_secret_parameters(model) != model:
+            raise ConfigError(
+                f"provider {spec_without_credentials(spec)!r}: what follows the last # is the "
+                "model, and this one reads as a URL's secret parameter; write "
+                "compatible:URL#MODEL"
+            )
         if base_url and model:
             return OpenAICompatible(model, base_url=base_url)
-        raise ConfigError(f"provider {spec!r}: write compatible:URL#MODEL")
+        shown = spec_without_credentials(spec)
+        raise ConfigError(f"provider {shown!r}: write compatible:URL#MODEL")
     if kind == "replay" and rest:
         return Replay(rest)
-    raise ConfigError(f"unknown provider {spec!r}; give one of: {', '.join(SPEC_FORMS)}")
+    shown = spec_without_credentials(spec)
+    raise ConfigError(f"unknown provider {shown!r}; give one of: {', '.join(SPEC_FORMS)}")
+
+
+_URL_START = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+
+
+def spec_without_credentials(spec: str) -> str:
+    """``spec`` as messages and the store show it: the URL in it (``compatible:URL#MODEL``)
+    without its credentials (:func:`~io_harness._urls.without_password`), the model
+    without a secret parameter a URL's fragment put there, the rest as given. A spec that
+    holds no URL is returned stripped."""
+    spec = spec.strip()
+    found = _URL_START.search(spec)
+    if found is None:
+        return spec
+    # The model follows the last "#", as provider_from_spec reads it.
+    url, hash_, model = spec[found.start() :].rpartition("#")
+    if not hash_:
+        url, model = model, ""
+    # A URL's fragment taken for the model may still be a secret parameter (#token=...).
+    return spec[: found.start()] + without_password(url) + hash_ + without_secret_parameters(model)
 
 
 def provider_from_specs(specs: Sequence[str]) -> Provider:

@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from io_harness.errors import ConfigError, StorageError
+from io_harness._urls import looks_like_connection_string, without_password
+from io_harness.errors import ConfigError
 from io_harness.policy._approval import Decision
 from io_harness.store._memory import (
     DEFAULT_MEMORY_LIMITS,
@@ -53,7 +54,11 @@ class Store(abc.ABC):
 
         A ``postgresql://`` (or ``postgres://``) URL opens that database with a
         pool of connections, creating the store's tables when it has none;
-        anything else is the path of a SQLite file, created if missing.
+        anything else is the path of a SQLite file, created if missing (with the
+        folders leading to it), its files ``0600`` and folders ``0700``; a symlink
+        where it keeps a file, or one another user made on the way to it, is a
+        :class:`StorageError`. Any other URL, or a libpq ``key=value``
+        connection string, is a :class:`ConfigError`.
 
         ``durability="full"`` (the default) makes every commit durable before it
         returns (SQLite syncs it to disk; PostgreSQL waits for its WAL flush);
@@ -81,14 +86,17 @@ class Store(abc.ABC):
                 lease_seconds=lease_seconds,
                 heartbeat_seconds=heartbeat_seconds,
             )
+        if isinstance(location, str) and (
+            "://" in location or looks_like_connection_string(location)
+        ):
+            # Never taken for a file's name: it would be made, credentials and all.
+            raise ConfigError(
+                f"the store {without_password(location)} is neither a SQLite file's path nor a "
+                "postgresql:// URL (for a file of that name, start it with ./)"
+            )
         from io_harness.store._sqlite import SqliteStore
 
-        path = Path(location)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StorageError(f"cannot create the store's folder {path.parent}: {exc}") from None
-        return SqliteStore(str(path), durability=durability)
+        return SqliteStore(str(location), durability=durability)
 
     @staticmethod
     def memory() -> Store:

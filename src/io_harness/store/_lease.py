@@ -3,7 +3,9 @@
 A file store leases a run by holding an exclusive ``flock`` on a small file
 beside the database (``runs.db.leases/<hash>.lock``). The kernel drops the
 lock when its holder exits, SIGKILL included, so a crashed run can be resumed
-at once while a live one cannot be driven twice.
+at once while a live one cannot be driven twice. The folder and its files are
+private and opened from the store's folder descriptor, never through a
+symlink (``_files``).
 """
 
 from __future__ import annotations
@@ -14,9 +16,15 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
-from io_harness.errors import ResumeError
+from io_harness._confined import Folder
+from io_harness.errors import ResumeError, StorageError
+from io_harness.store._files import (
+    Owner,
+    open_existing_file,
+    open_private_file,
+    open_private_folder,
+)
 
 __all__ = ["FileLeases", "MemoryLeases"]
 
@@ -29,19 +37,40 @@ def _held(run_id: str) -> ResumeError:
 
 
 class FileLeases:
-    """Leases as locked files in a folder beside the store."""
+    """Leases as locked files in a folder beside the store (``NAME.leases``).
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
+    ``store_folder`` is the store's folder, which the leases hold open until
+    :meth:`close`; what is made in it is given to ``owner``, the database's.
+    """
 
-    def _path(self, run_id: str) -> Path:
-        return self.folder / (hashlib.sha256(run_id.encode("utf-8")).hexdigest()[:32] + ".lock")
+    def __init__(self, store_folder: Folder, name: str, owner: Owner) -> None:
+        self._folder: Folder | None = store_folder
+        self._name = name
+        self._owner = owner
+        self._path = store_folder.path / name
+
+    @property
+    def _store_folder(self) -> Folder:
+        # A closed descriptor's number may name another folder by now: never use it.
+        if self._folder is None:
+            raise StorageError("the store is closed")
+        return self._folder
+
+    def close(self) -> None:
+        """Let go of the store's folder; the leases cannot be used afterwards."""
+        if self._folder is not None:
+            self._folder.close()
+            self._folder = None
+
+    @staticmethod
+    def _file_name(run_id: str) -> str:
+        return hashlib.sha256(run_id.encode("utf-8")).hexdigest()[:32] + ".lock"
 
     @contextlib.contextmanager
     def hold(self, run_id: str) -> Iterator[None]:
         """Hold the run's lease for the block; refuse if another writer holds it."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self._path(run_id), os.O_RDWR | os.O_CREAT, 0o644)
+        with open_private_folder(self._store_folder, self._name, self._owner) as leases:
+            fd = open_private_file(leases, self._file_name(run_id), os.O_RDWR, self._owner)
         try:
             if not _try_lock(fd):
                 raise _held(run_id)
@@ -52,9 +81,12 @@ class FileLeases:
     def held(self, run_id: str) -> bool:
         """Whether a writer (any process, this one included) holds the run's lease now."""
         try:
-            fd = os.open(self._path(run_id), os.O_RDWR)
+            with open_private_folder(self._store_folder, self._name, None, create=False) as leases:
+                fd = open_existing_file(leases, self._file_name(run_id), os.O_RDONLY)
         except FileNotFoundError:
             return False
+        except OSError as exc:
+            raise StorageError(f"cannot read a lease in {self._path}: {exc.strerror}") from None
         try:
             return not _try_lock(fd)
         finally:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from io_harness._urls import without_password
+from io_harness._urls import redacted, without_password
 from io_harness.errors import StorageError
 from io_harness.store._pg_lease import LEASES_TABLE, PostgresLeases
 from io_harness.store._schema import SCHEMA_VERSION, newer_format, postgres_migration
@@ -120,7 +120,8 @@ class PostgresStore(SqlStore):
                 if version < SCHEMA_VERSION:
                     conn.execute("UPDATE store_format SET version = %s", (SCHEMA_VERSION,))
         except psycopg.Error as exc:
-            raise StorageError(f"cannot open the store {self.location}: {_one_line(exc)}") from None
+            said = self._said(exc)
+            raise StorageError(f"cannot open the store {self.location}: {said}") from None
 
     def _version(self, conn: psycopg.Connection[Any]) -> int:
         """The store's format; a new store's tables when the database has none."""
@@ -152,7 +153,7 @@ class PostgresStore(SqlStore):
             with self._pool.connection() as conn, conn.pipeline() as pipeline, conn.transaction():
                 yield _Connection(conn, pipeline)
         except psycopg.Error as exc:
-            raise StorageError(f"cannot write to {self.location}: {_one_line(exc)}") from None
+            raise StorageError(f"cannot write to {self.location}: {self._said(exc)}") from None
         except UnicodeEncodeError as exc:
             raise StorageError(f"cannot write to {self.location}: {exc}") from None
 
@@ -162,7 +163,7 @@ class PostgresStore(SqlStore):
             with self._pool.connection() as conn:
                 yield _Connection(conn)
         except psycopg.Error as exc:
-            raise StorageError(f"cannot read {self.location}: {_one_line(exc)}") from None
+            raise StorageError(f"cannot read {self.location}: {self._said(exc)}") from None
 
     def close(self) -> None:
         """Stop the lease heartbeat and close the pool; the store cannot be used afterwards."""
@@ -171,6 +172,11 @@ class PostgresStore(SqlStore):
 
     def __repr__(self) -> str:
         return f"Store.open({self.location!r})"
+
+    def _said(self, exc: BaseException) -> str:
+        """What a driver's error says, on one line and without the URL's credentials: libpq
+        quotes the piece of a URL it cannot parse, password and all."""
+        return " ".join(redacted(str(exc), self.url).split()) or type(exc).__name__
 
     # -- leases ------------------------------------------------------------------
 
@@ -184,7 +190,7 @@ class PostgresStore(SqlStore):
                 holding.enter_context(self._leases.hold(run_id))
             except psycopg.Error as exc:
                 raise StorageError(
-                    f"cannot take the lease on run {run_id!r} in {self.location}: {_one_line(exc)}"
+                    f"cannot take the lease on run {run_id!r} in {self.location}: {self._said(exc)}"
                 ) from None
             yield
 
@@ -192,7 +198,7 @@ class PostgresStore(SqlStore):
         try:
             return self._leases.held(run_id)
         except psycopg.Error as exc:
-            raise StorageError(f"cannot read {self.location}: {_one_line(exc)}") from None
+            raise StorageError(f"cannot read {self.location}: {self._said(exc)}") from None
 
     def _fence(
         self,
@@ -276,9 +282,3 @@ def _storable(parameters: Sequence[Any]) -> Sequence[Any]:
             for value in parameters
         ]
     return parameters
-
-
-def _one_line(exc: BaseException) -> str:
-    """The error's reason on one line (psycopg's messages span several)."""
-    text = " ".join(str(exc).split())
-    return text or type(exc).__name__

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
+from io_harness._confined import Folder
 from io_harness.errors import StorageError
+from io_harness.store._files import Owner, check_companions, open_private_file, store_folder
 from io_harness.store._lease import FileLeases, MemoryLeases
 from io_harness.store._schema import MIGRATIONS, SCHEMA_VERSION, newer_format
 from io_harness.store._sql_store import Dialect, SqlStore
@@ -35,15 +38,18 @@ class SqliteStore(SqlStore):
         self.location = target
         self.durability = durability
         self._lock = threading.Lock()
-        self._leases: FileLeases | MemoryLeases = (
-            MemoryLeases()
-            if target == ":memory:"
-            else FileLeases(Path(f"{target}.leases").absolute())
-        )
-        try:
-            self._db = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
-        except sqlite3.Error as exc:
-            raise StorageError(f"cannot open the store {target}: {exc}") from None
+        self._leases: FileLeases | MemoryLeases = MemoryLeases()
+        if target == ":memory:":
+            self._db = _connect(target, target)
+        else:
+            path = Path(target).absolute()
+            folder = store_folder(path.parent, create=True)
+            try:
+                self._db, owner = _open_file(folder, path, target)
+            except BaseException:
+                folder.close()
+                raise
+            self._leases = FileLeases(folder, f"{path.name}.leases", owner)
         try:
             self._db.execute("PRAGMA busy_timeout = 10000")
             if target != ":memory:":
@@ -52,10 +58,10 @@ class SqliteStore(SqlStore):
             self._db.execute("PRAGMA foreign_keys = ON")
             self._migrate()
         except sqlite3.DatabaseError as exc:
-            self._db.close()
+            self._close_all()
             raise StorageError(f"{target} is not a readable io-harness store: {exc}") from None
         except BaseException:
-            self._db.close()
+            self._close_all()
             raise
 
     def _migrate(self) -> None:
@@ -129,7 +135,12 @@ class SqliteStore(SqlStore):
     def close(self) -> None:
         """Close the connection; the store cannot be used afterwards."""
         with self._lock:
-            self._db.close()
+            self._close_all()
+
+    def _close_all(self) -> None:
+        self._db.close()
+        if isinstance(self._leases, FileLeases):
+            self._leases.close()
 
     def __repr__(self) -> str:
         return f"Store.open({self.location!r})" if self.location != ":memory:" else "Store.memory()"
@@ -194,6 +205,43 @@ class SqliteStore(SqlStore):
                 f"run {run_id!r} holds text that is not UTF-8 in {where} of {self.location}; "
                 "read it with trace(run_id, undecodable='replace') (ioh show does)"
             ) from None
+
+
+def _open_file(folder: Folder, path: Path, shown: str) -> tuple[sqlite3.Connection, Owner]:
+    """A connection to the database ``path`` in ``folder`` (made ``0600`` if missing), and
+    the database's owner.
+
+    The file is opened (or made) here, from the folder's descriptor and never
+    through a symlink; SQLite then opens it by path without the right to
+    create it (``mode=rw``), and the file it opened is checked to be this one
+    before anything is read or written, so a symlink put in its place meanwhile
+    leads nowhere.
+    """
+    fd = open_private_file(folder, path.name, os.O_RDONLY)
+    try:
+        check_companions(folder, path.name)
+        checked = os.fstat(fd)
+        db = _connect(f"{path.as_uri()}?mode=rw", shown)
+        try:
+            opened = os.stat(db.execute("PRAGMA database_list").fetchone()[2])
+        except (OSError, sqlite3.Error) as exc:
+            db.close()
+            raise StorageError(f"cannot open the store {shown}: {exc}") from None
+        if (opened.st_dev, opened.st_ino) != (checked.st_dev, checked.st_ino):
+            db.close()
+            raise StorageError(f"cannot open the store {shown}: it was replaced while opened")
+        return db, Owner.of(checked)
+    finally:
+        os.close(fd)
+
+
+def _connect(target: str, shown: str) -> sqlite3.Connection:
+    try:
+        return sqlite3.connect(
+            target, isolation_level=None, check_same_thread=False, uri=target != ":memory:"
+        )
+    except sqlite3.Error as exc:
+        raise StorageError(f"cannot open the store {shown}: {exc}") from None
 
 
 _UNDECODABLE = "Could not decode to UTF-8"
