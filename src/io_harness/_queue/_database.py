@@ -13,7 +13,7 @@ import importlib.util
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
-from io_harness._urls import without_password
+from io_harness._urls import redacted, without_password
 from io_harness.errors import ConfigError, StorageError
 from io_harness.store import Store
 from io_harness.store._base import POSTGRES_SCHEMES
@@ -80,7 +80,7 @@ async def connected(url: str) -> AsyncIterator[psycopg.AsyncConnection]:
         )
     except psycopg.Error as exc:
         raise StorageError(
-            f"cannot reach the queue's database {without_password(url)}: {_said(exc)}"
+            f"cannot reach the queue's database {without_password(url)}: {_said(exc, url)}"
         ) from None
     try:
         yield connection
@@ -89,9 +89,10 @@ async def connected(url: str) -> AsyncIterator[psycopg.AsyncConnection]:
             await connection.close()
 
 
-def _said(exc: BaseException) -> str:
-    """The first line of a driver's error, which holds its reason."""
-    text = str(exc).strip()
+def _said(exc: BaseException, url: str) -> str:
+    """The first line of a driver's error, which holds its reason, with nothing of the
+    URL's credentials (libpq quotes what it could not parse)."""
+    text = redacted(str(exc), url).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 
 
@@ -115,7 +116,7 @@ async def ensure_installed(queries: Queries, url: str, *, known: bool = False) -
         finally:
             await queries.driver.execute("SELECT pg_advisory_unlock($1)", _INSTALL_LOCK)
     except psycopg.Error as exc:
-        raise StorageError(f"cannot install the queue's tables: {_said(exc)}") from None
+        raise StorageError(f"cannot install the queue's tables: {_said(exc, url)}") from None
     _INSTALLED.add(url)
     return queries
 
@@ -150,6 +151,6 @@ async def put(url: str, run_ids: Sequence[str]) -> None:
                 _INSTALLED.discard(url)  # dropped since this process looked: install again
             except psycopg.Error as exc:
                 raise StorageError(
-                    f"cannot queue run {run_ids[0]!r} in {without_password(url)}: {_said(exc)}"
+                    f"cannot queue run {run_ids[0]!r} in {without_password(url)}: {_said(exc, url)}"
                 ) from None
         raise StorageError(f"cannot queue run {run_ids[0]!r}: the queue's tables keep vanishing")

@@ -27,7 +27,7 @@ from io_harness._queue._database import (
 )
 from io_harness._queue._driver import ListeningApart
 from io_harness._queue._drives import Drive, WorkReport
-from io_harness._urls import without_password
+from io_harness._urls import redacted, without_password
 from io_harness.errors import ConfigError, HarnessError, ResumeError, StorageError
 from io_harness.loop import RunResult
 from io_harness.store import Store
@@ -159,7 +159,8 @@ class Worker:
                 serving.result()
             except psycopg.Error as exc:
                 raise StorageError(
-                    f"lost the queue's database {without_password(self.url)}: {str(exc).strip()}"
+                    f"lost the queue's database {without_password(self.url)}: "
+                    f"{redacted(str(exc), self.url).strip()}"
                 ) from None
 
     def _manager(self, queries: Queries) -> QueueManager:
