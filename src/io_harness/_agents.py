@@ -87,6 +87,7 @@ class AgentKit:
             mcp=self.sessions,
             spawn=node.tool() if node is not None else None,
             sweep=sweep,
+            private=self.store.files(),
         )
 
     def new_run(

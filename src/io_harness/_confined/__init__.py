@@ -7,7 +7,13 @@ is what was checked (:class:`Workspace`).
 """
 
 from io_harness._confined._folder import Folder, Listed
-from io_harness._confined._names import MEMORY_PREFIX, PathChanged, PathRefused, parts_of
+from io_harness._confined._names import (
+    MEMORY_PREFIX,
+    PathChanged,
+    PathRefused,
+    parts_of,
+    same_name,
+)
 from io_harness._confined._workspace import (
     PARTIAL_SUFFIX,
     SKIPPED_DIRS,
@@ -30,4 +36,5 @@ __all__ = [
     "Workspace",
     "WriteVerb",
     "parts_of",
+    "same_name",
 ]

@@ -9,9 +9,11 @@ folder's descriptor (:mod:`._descend`); no filesystem is consulted here.
 from __future__ import annotations
 
 import os
+import re
+import unicodedata
 from pathlib import Path, PurePosixPath
 
-__all__ = ["MEMORY_PREFIX", "PathChanged", "PathRefused", "parts_of"]
+__all__ = ["MEMORY_PREFIX", "PathChanged", "PathRefused", "parts_of", "same_name"]
 
 MEMORY_PREFIX = "memory:"
 """The policy's targets for memory are ``memory:<key>`` (a write); no workspace path takes it."""
@@ -55,3 +57,20 @@ def parts_of(path: str, called: str) -> tuple[str, ...]:
             f"(the policy's {MEMORY_PREFIX}<key> targets); choose another name"
         )
     return parts
+
+
+# Code points HFS+ ignores in names (git's own list, from is_hfs_dotgit).
+_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
+_SHORT_NAMES = {"git~1": ".git"}
+"""Windows' 8.3 short name of ``.git`` (git refuses it in trees too)."""
+
+
+def same_name(name: str) -> str:
+    """``name`` as a case-folding, invisible-character-ignoring filesystem compares it.
+
+    macOS and Windows fold case, HFS+ ignores some invisible characters, and
+    Windows drops trailing dots and spaces and answers to a short ``GIT~1``:
+    two names with one ``same_name`` may be one file there.
+    """
+    folded = unicodedata.normalize("NFC", _IGNORED.sub("", name)).casefold().rstrip(". ")
+    return _SHORT_NAMES.get(folded, folded)

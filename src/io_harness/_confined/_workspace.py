@@ -17,7 +17,7 @@ import os
 import secrets
 import shutil
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from io import BufferedReader
@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from io_harness._confined._folder import CREATE_FLAGS, Folder, Listed
-from io_harness._confined._names import PathChanged, PathRefused, parts_of
+from io_harness._confined._names import PathChanged, PathRefused, parts_of, same_name
 
 __all__ = ["PARTIAL_SUFFIX", "SKIPPED_DIRS", "PathMissing", "Walked", "Workspace", "WriteVerb"]
 
@@ -73,6 +73,10 @@ class Walked:
 class Workspace:
     """The folder the agent works in; every act on a path inside walks from its descriptor.
 
+    ``private`` names the harness's own files that may lie in the folder (the
+    store's database, its companions, its leases): every act on them is
+    refused and every walk and listing leaves them out, whatever a policy says.
+
     ``within`` names a workspace this folder may lie in (a skills folder in the
     repository): when ``root`` is inside it, as spelled or where it really is,
     the folder is reached through that workspace's descriptor, walked like any
@@ -86,6 +90,7 @@ class Workspace:
         *,
         called: str = "the workspace",
         within: Workspace | None = None,
+        private: Sequence[Path] = (),
     ) -> None:
         self.called = called
         """What a refusal calls the folder (a skill's folder is confined the same way)."""
@@ -98,6 +103,13 @@ class Workspace:
         if within is not None and self.root.is_relative_to(within.root):
             parts = self.root.relative_to(within.root).parts
             self._within = (within, parts) if parts else None
+        self._private = frozenset(
+            tuple(same_name(part) for part in place.relative_to(self.root).parts)
+            for place in (Path(os.path.abspath(path)) for path in private)
+            if place.is_relative_to(self.root) and place != self.root
+        )
+        """The harness's own files in the folder (its store), by their parts: no act and no
+        walk reaches them."""
 
     # --- paths as text ---------------------------------------------------------------
 
@@ -113,6 +125,22 @@ class Workspace:
     def location(self, path: str) -> Path:
         """Where ``path`` lies on the host, for messages and the sandbox; never opened here."""
         return self.root.joinpath(*parts_of(path, self.called))
+
+    def _private_part(self, parts: tuple[str, ...]) -> bool:
+        """Whether ``parts`` is, or lies in, one of the harness's own files."""
+        if not self._private:
+            return False
+        folded = tuple(same_name(part) for part in parts)
+        return any(folded[:depth] in self._private for depth in range(1, len(folded) + 1))
+
+    def _parts(self, path: str) -> tuple[str, ...]:
+        """``path``'s parts (:func:`parts_of`), refused when it reaches a private file."""
+        parts = parts_of(path, self.called)
+        if self._private_part(parts):
+            raise PathRefused(
+                f"{path!r} is the harness's own store, private to it: no tool reads or writes it"
+            )
+        return parts
 
     # --- walking down ----------------------------------------------------------------
 
@@ -218,7 +246,7 @@ class Workspace:
     @contextmanager
     def folder(self, path: str = ".", *, create: bool = False) -> Iterator[Folder]:
         """The folder at ``path``, held open for the block; :class:`PathMissing` if absent."""
-        parts = parts_of(path, self.called)
+        parts = self._parts(path)
         folder = self._descend(parts, path, create=create)
         if folder is None:
             raise PathMissing(f"{_shown(parts)} does not exist")
@@ -228,7 +256,7 @@ class Workspace:
     @contextmanager
     def _parent(self, path: str, *, create: bool = False) -> Iterator[tuple[Folder, str, str]]:
         """The folder holding ``path``'s last name, that name, and the path as shown."""
-        parts = parts_of(path, self.called)
+        parts = self._parts(path)
         if not parts:
             raise PathRefused(f"{path!r} is {self.called} itself, not a file in it")
         folder = self._descend(parts[:-1], path, create=create)
@@ -297,9 +325,11 @@ class Workspace:
             return False
 
     def entries(self, path: str = ".") -> list[Listed]:
-        """The entries of the folder at ``path``, kinds read without following a symlink."""
+        """The entries of the folder at ``path``, kinds read without following a symlink
+        (the harness's own files left out)."""
+        parts = self._parts(path)
         with self.folder(path) as folder:
-            return folder.entries()
+            return [e for e in folder.entries() if not self._private_part((*parts, e.name))]
 
     def link_target(self, path: str, link: str) -> str | None:
         """Where the symlink at ``path`` holding ``link`` points inside the folder, as text;
@@ -319,14 +349,18 @@ class Workspace:
         while it is walked is left out.
         """
         with self._open_root() as root:
-            yield from _walk(root, (), skip, everything)
+            yield from _walk(root, (), skip, everything, self._private_part)
 
 
 def _walk(
-    folder: Folder, prefix: tuple[str, ...], skip: frozenset[str], everything: bool
+    folder: Folder,
+    prefix: tuple[str, ...],
+    skip: frozenset[str],
+    everything: bool,
+    private: Callable[[tuple[str, ...]], bool],
 ) -> Iterator[Walked]:
     try:
-        names = folder.names()
+        names = [(name, kind) for name, kind in folder.names() if not private((*prefix, name))]
     except OSError:
         return
     for name, kind in names:
@@ -340,7 +374,7 @@ def _walk(
         except OSError:
             continue  # replaced meanwhile (a symlink is refused), or unreadable
         with inner:
-            yield from _walk(inner, (*prefix, name), skip, everything)
+            yield from _walk(inner, (*prefix, name), skip, everything, private)
 
 
 def _open_regular(

@@ -226,13 +226,15 @@ def build_tools(
     mcp: McpSessions | None = None,
     spawn: HarnessTool[Any] | None = None,
     sweep: bool = True,
+    private: Sequence[Path] = (),
 ) -> RunTools:
     """The run's tools, after removing what writes cut short by a crash left behind.
 
     ``memory`` is the store memory lives in, when the run has memory on;
     ``spawn`` is the agent's ``spawn_agent``, when it is an agent of a tree.
     ``sweep=False`` skips the removal: a sub-agent's workspace was swept by its
-    root's start (or is a fresh copy).
+    root's start (or is a fresh copy). ``private`` are the harness's own files
+    (its store's) that the workspace may hold: its tools never reach them.
     """
     tools: list[HarnessTool[Any]]
     if contract.mode == "file":
@@ -241,7 +243,7 @@ def build_tools(
             TheFile.of(contract.path).remove_partial_writes()
         tools = single_file_tools(contract.path)
     else:
-        workspace = Workspace(contract.root, may_read=gate.readable)
+        workspace = Workspace(contract.root, may_read=gate.readable, private=private)
         if sweep:
             remove_partial_writes(workspace)
         wall = contract.budget.max_wall_seconds

@@ -17,12 +17,10 @@ trailing dots and spaces and answers to a short ``GIT~1``), so ``.GIT``,
 
 from __future__ import annotations
 
-import re
-import unicodedata
-
+from io_harness._confined import same_name
 from io_harness.policy._rules import Act, Effect, Rule, Verdict
 
-__all__ = ["MANDATORY", "RUNS_CODE_LATER", "mandatory_denial", "protected_entry", "same_name"]
+__all__ = ["MANDATORY", "RUNS_CODE_LATER", "mandatory_denial", "protected_entry"]
 
 MANDATORY = "mandatory"
 """The layer a mandatory denial is said to come from."""
@@ -45,17 +43,6 @@ RUNS_CODE_LATER = (
 """Each a path at any depth of the workspace; ``.git`` with everything in it."""
 _FOLDERS = frozenset({".git"})
 """Entries whose whole content is protected, not the name alone."""
-
-# Code points HFS+ ignores in names (git's own list, from is_hfs_dotgit).
-_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
-_SHORT_NAMES = {"git~1": ".git"}
-"""Windows' 8.3 short name of ``.git`` (git refuses it in trees too)."""
-
-
-def same_name(name: str) -> str:
-    """``name`` as a case-folding, invisible-character-ignoring filesystem compares it."""
-    folded = unicodedata.normalize("NFC", _IGNORED.sub("", name)).casefold().rstrip(". ")
-    return _SHORT_NAMES.get(folded, folded)
 
 
 def protected_entry(target: str) -> str | None:

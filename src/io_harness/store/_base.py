@@ -276,6 +276,16 @@ class Store(abc.ABC):
     def memory_log(self, run_id: str) -> tuple[MemoryTrace, ...]:
         """Every change to memory ``run_id`` made (sets, forgets, evictions), in order."""
 
+    def files(self) -> tuple[Path, ...]:
+        """The files and folders on this machine that hold the store: a SQLite file's
+        database, its WAL, shared memory and journal, and its leases folder; none for
+        PostgreSQL or a store in memory.
+
+        A run's agent may neither read nor write them, wherever they lie: a
+        workspace that holds them hides them from its tools and commands.
+        """
+        return ()
+
     @abc.abstractmethod
     def close(self) -> None:
         """Release the backend's connections."""

@@ -132,6 +132,14 @@ class SqliteStore(SqlStore):
             except sqlite3.Error as exc:
                 raise StorageError(f"cannot read {self.location}: {exc}") from None
 
+    def files(self) -> tuple[Path, ...]:
+        """The database, its ``-wal``, ``-shm`` and ``-journal``, and its leases folder."""
+        if self.location == ":memory:":
+            return ()
+        path = Path(self.location).absolute()
+        companions = ("-wal", "-shm", "-journal", ".leases")
+        return (path, *(path.with_name(path.name + suffix) for suffix in companions))
+
     def close(self) -> None:
         """Close the connection; the store cannot be used afterwards."""
         with self._lock:
