@@ -215,6 +215,28 @@ async def test_a_command_past_its_cap_is_killed_and_the_cap_is_reported(
     assert ("cap_hit", "call_1_1") in kinds
 
 
+async def test_a_command_past_the_disk_cap_is_killed_and_the_model_told_what_it_wrote(
+    root: Path, store: Store
+) -> None:
+    code = (
+        "import time\n"
+        "for i in range(40): open(f'disk-{i}.bin', 'wb').write(b'x' * (1 << 20))\n"
+        "time.sleep(600)"
+    )
+    provider = execs([PY, "-c", code])
+    limits = SandboxLimits(disk_bytes=4 << 20, file_size_bytes=2 << 20, wall_seconds=30)
+    capped = SandboxConfig(limits=limits, accept_floor=True)
+
+    result = await run(contract(root, steps=2), provider, store=store, sandbox=capped)
+
+    seen = observation(provider)
+    assert "killed at the disk cap" in seen
+    assert "went past the sandbox's disk cap (its writes added " in seen
+    caps = [e for e in store.trace(result.run_id).sandbox_events if e.kind == "cap_hit"]
+    assert [e.detail["cap"] for e in caps] == ["disk"]
+    assert caps[0].detail["written_bytes"] > 4 << 20
+
+
 @pytest.mark.parametrize("sandbox", ["default", None])
 async def test_a_command_is_cut_off_where_the_run_s_wall_budget_ends(
     root: Path, store: Store, sandbox: str | None
@@ -385,4 +407,28 @@ def test_the_observation_says_a_cut_the_sandbox_made() -> None:
         "exit status 0",
         "$ prog 'a b'",
         "[the sandbox kept only part of the output; the cut is marked in it]",
+    ]
+
+
+def test_the_observation_says_a_command_ended_past_the_disk_cap() -> None:
+    outcome = SandboxOutcome(
+        backend="x",
+        argv=("writer",),
+        exit_code=0,
+        signal=None,
+        cap_hit="disk",
+        stdout="",
+        stderr="",
+        truncated=False,
+        duration=0.0,
+        written_bytes=5 << 20,
+    )
+
+    seen = exec_observation(outcome)
+
+    assert seen.splitlines()[:3] == [
+        "over the disk cap when it ended (exit status 0)",
+        "$ writer",
+        "[the command went past the sandbox's disk cap (its writes added 5242880 bytes to "
+        "the folders it may write) before it ended]",
     ]

@@ -275,6 +275,80 @@ async def test_file_size_cap_kills(harness: Harness) -> None:
     assert (harness.workspace / "big.bin").stat().st_size <= 1 << 20
 
 
+MiB = 1 << 20
+FOLDERS = {"workdir": "os.getcwd()", "TMPDIR": "tempfile.gettempdir()", "/tmp": "'/tmp'"}
+"""Where a command writes, as the Python expression it finds the folder by."""
+
+
+def _writes(files: int, folder: str, *, then_wait: bool = False) -> str:
+    """Code that writes ``files`` files of 1 MiB in ``folder`` (a key of :data:`FOLDERS`),
+    stopping at the first refused write, and with ``then_wait`` waits to be killed."""
+    return textwrap.dedent(
+        f"""
+        import os, tempfile, time
+        folder = {FOLDERS[folder]}
+        for i in range({files}):
+            try:
+                with open(os.path.join(folder, f"disk-{{i}}.bin"), "wb") as out:
+                    out.write(b"x" * {MiB})
+            except OSError as refused:  # bubblewrap's /tmp fills up at the cap
+                print(refused)
+                break
+        if {then_wait}:
+            time.sleep(600)
+        """
+    )
+
+
+@pytest.mark.parametrize("folder", sorted(FOLDERS))
+async def test_the_disk_cap_kills_a_command_whose_files_pass_it_in_total(
+    harness: Harness, folder: str
+) -> None:
+    if folder == "/tmp":
+        _skip_unless(harness, {"bubblewrap"}, "gives no private /tmp (TMPDIR is its own)")
+    # Forty files of 1 MiB, each under the per-file cap, 40 MiB in all; then a wait that only
+    # a kill ends (the wall cap's, were the disk cap not held while the command runs).
+    outcome = await harness.python_run(
+        _writes(40, folder, then_wait=True),
+        disk_bytes=4 * MiB,
+        file_size_bytes=2 * MiB,
+        wall_seconds=30,
+    )
+    assert outcome.cap_hit == "disk", (outcome.summary, outcome.stderr[-300:])
+    assert outcome.exit_code is None and outcome.summary == "killed at the disk cap"
+    assert outcome.written_bytes is not None and outcome.written_bytes > 4 * MiB
+    [capped] = [event for event in outcome.events if event.kind == "cap_hit"]
+    assert capped.detail == {"cap": "disk", "written_bytes": outcome.written_bytes}
+
+
+async def test_a_command_writing_under_the_disk_cap_is_untouched(harness: Harness) -> None:
+    code = _writes(2, "workdir") + _writes(1, "TMPDIR") + "print(len(os.listdir()))"
+    outcome = await harness.python_run(code, disk_bytes=4 * MiB, file_size_bytes=2 * MiB)
+    assert (outcome.exit_code, outcome.cap_hit) == (0, None), outcome.stderr[-300:]
+    assert outcome.stdout.split()[-1] == "3"  # notes.txt and two files of 1 MiB
+    assert outcome.written_bytes is None
+
+
+async def test_a_sparse_file_counts_by_its_allocated_blocks(harness: Harness) -> None:
+    code = "open('sparse.bin', 'wb').truncate(64 << 20)"
+    outcome = await harness.python_run(code, disk_bytes=4 * MiB)
+    assert (outcome.exit_code, outcome.cap_hit) == (0, None), outcome.stderr[-300:]
+    assert (harness.workspace / "sparse.bin").stat().st_size == 64 * MiB
+
+
+async def test_without_a_disk_cap_only_the_per_file_cap_holds(harness: Harness) -> None:
+    sandbox = harness.backend(
+        SandboxConfig(
+            limits=SandboxLimits(disk_bytes=None, file_size_bytes=2 * MiB, wall_seconds=60),
+            accept_floor=True,
+        )
+    )
+    argv = [harness.python, "-c", _writes(40, "workdir")]
+    outcome = await sandbox.run(argv, workdir=harness.workspace)
+    assert (outcome.exit_code, outcome.cap_hit, outcome.written_bytes) == (0, None, None)
+    assert len(list(harness.workspace.glob("disk-*.bin"))) == 40
+
+
 def _linger(token: str) -> str:
     """Code that re-executes Python with ``token`` in its command line, so it can be found."""
     return (

@@ -292,6 +292,23 @@ async def test_the_shared_runner_kills_at_the_file_size_cap(
 
 
 @posix_only
+async def test_the_shared_runner_kills_at_the_disk_cap(
+    tmp_path: Path, fake_sandbox_exec: tuple[str, Path]
+) -> None:
+    sandbox = seatbelt_with(
+        fake_sandbox_exec, disk_bytes=4 << 20, file_size_bytes=2 << 20, wall_seconds=30
+    )
+    code = (
+        "import time\n"
+        "for i in range(40): open(f'disk-{i}.bin', 'wb').write(b'x' * (1 << 20))\n"
+        "time.sleep(600)"
+    )
+    outcome = await sandbox.run([sys.executable, "-c", code], workdir=tmp_path)
+    assert outcome.cap_hit == "disk", (outcome.summary, outcome.stderr[-300:])
+    assert [event.kind for event in outcome.events] == ["create", "exec", "cap_hit", "destroy"]
+
+
+@posix_only
 async def test_the_shared_runner_kills_at_the_wall_clock(
     tmp_path: Path, fake_sandbox_exec: tuple[str, Path]
 ) -> None:

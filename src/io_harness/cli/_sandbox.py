@@ -12,7 +12,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from io_harness.cli._text import Natural, escape, say
+from io_harness.cli._text import Natural, escape, markup, say, shown
 from io_harness.loop import DEFAULT_SANDBOX, NO_SANDBOX, SandboxChoice
 from io_harness.sandbox import BackendReport, SandboxConfig, SandboxError, probe, select
 from io_harness.sandbox._cgroups import cgroups_report
@@ -115,29 +115,30 @@ def render_doctor(
     table.add_column("available", no_wrap=True)
     table.add_column("denies network", no_wrap=True)
     table.add_column("why", overflow="fold")
+    table.add_column("disk cap", overflow="fold")
     for report in reports:
         table.add_row(
             escape(report.name),
             "[green]yes[/]" if report.available else "[red]no[/]",
             "yes" if report.denies_network else "[yellow]no[/]",
             escape(report.reason),
+            escape(report.disk_cap),
         )
     if isinstance(default, SandboxError):
-        verdict = Text.from_markup(
+        verdict = markup(
             "[red]a run with the default configuration gets no sandbox:[/] "
             f"{escape(str(default))}\n(it fails before its first model call; a "
             f"{escape('[sandbox]')} table can ask for less, or ioh run --no-sandbox runs "
             "without one)"
         )
     else:
-        verdict = Text.from_markup(
-            f"a run with the default configuration gets: [bold]{escape(default)}[/]"
-        )
+        verdict = markup(f"a run with the default configuration gets: [bold]{escape(default)}[/]")
     if caps:
         return Group(Natural(table), Text(f"caps: {caps}"), verdict)
     return Group(Natural(table), verdict)
 
 
 def _first_line(text: str, limit: int = 70) -> str:
-    first = text.strip().splitlines()[0] if text.strip() else ""
+    visible = shown(text).strip()  # escaped first: only a newline ends the line
+    first = visible.split("\n", 1)[0]
     return escape(first[:limit] + (" ..." if len(first) > limit else ""))

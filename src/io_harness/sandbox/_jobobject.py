@@ -24,7 +24,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
+from io_harness._process import in_thread
 from io_harness.errors import SandboxError
+from io_harness.sandbox._disk import DiskMeter
 from io_harness.sandbox._spawn import command_env
 from io_harness.sandbox._types import (
     Cap,
@@ -113,8 +115,13 @@ class JobObjectSandbox:
 
     It caps CPU (user time), memory, processes, wall clock and output, and
     tears the tree down; it does not confine files or the network, so it is
-    built only for ``network="open"`` or with ``accept_floor``.
+    built only for ``network="open"`` or with ``accept_floor``. The disk cap is
+    not enforced while the command runs: what its writes added to the workdir,
+    its scratch folder and ``writable`` is counted after it ends, and a command
+    found over the cap is reported so (``cap_hit="disk"``).
     """
+
+    disk_cap: ClassVar[str] = "not enforced: counted after the command ends, reported if over"
 
     denies_network: ClassVar[bool] = False
     """A job cannot close sockets: ``select()`` must refuse it for a run that denies the
@@ -160,7 +167,8 @@ class JobObjectSandbox:
     ) -> SandboxOutcome:
         """Run ``argv`` in ``workdir`` inside a new job (see :class:`Sandbox`).
 
-        ``mode``, ``readable`` and ``writable`` are recorded, not enforced.
+        ``mode``, ``readable`` and ``writable`` are recorded, not enforced; the disk cap is
+        checked after the command ends.
         """
         # Here, not at the top: ctypes and kernel32 load only for a command run in a job.
         from io_harness.sandbox._jobobject_ctypes import run_in_job
@@ -172,21 +180,30 @@ class JobObjectSandbox:
         ]
         scratch = Path(tempfile.mkdtemp(prefix="ioh-job-"))
         run_env = command_env(scratch, env)
+        disk = None
+        if limits.disk_bytes is not None:
+            folders = [Path(workdir), scratch, *writable]
+            disk = DiskMeter(folders, limits.disk_bytes, stamp_in=scratch)
         try:
             outcome = await run_in_job(argv, workdir, run_env, limits, stdin)
+            over = disk is not None and await in_thread(disk.finish)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-        events += ended_events(self.name, argv, outcome.duration, outcome.cap_hit)
+        cap = outcome.cap_hit or ("disk" if over else None)
+        written = disk.written if disk is not None and cap == "disk" else None
+        detail = {"written_bytes": written} if cap == "disk" else {}
+        events += ended_events(self.name, argv, outcome.duration, cap, detail)
         return SandboxOutcome(
             backend=self.name,
             argv=tuple(argv),
             exit_code=outcome.exit_code,
             signal=None,
-            cap_hit=outcome.cap_hit,
+            cap_hit=cap,
             stdout=outcome.stdout,
             stderr=outcome.stderr,
             truncated=outcome.truncated,
             duration=outcome.duration,
             spawn_error=outcome.spawn_error,
             events=tuple(events),
+            written_bytes=written,
         )

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from io_harness.policy._mandatory import RUNS_CODE_LATER
+from io_harness.sandbox._disk import PrivateTmpfs
 from io_harness.sandbox._launch import launch_args
 from io_harness.sandbox._spawn import LAUNCHER, Command, ContainedSandbox, Wrapping, confine_code
 
@@ -72,6 +73,9 @@ class FloorSandbox(ContainedSandbox):
     """
 
     backend_name = "floor"
+    disk_cap = (
+        "metered: workdir, scratch, writable folders (writes elsewhere are not); killed past it"
+    )
 
     @staticmethod
     def available() -> tuple[bool, str]:
@@ -92,6 +96,9 @@ class BubblewrapSandbox(ContainedSandbox):
     needs_seccomp = True
     denies_network = True
     helper_processes = 2  # bwrap outside, and its init in the new pid namespace
+    disk_cap = (
+        "metered: workdir, scratch, writable folders, /tmp (a tmpfs of its size); killed past it"
+    )
 
     @staticmethod
     @functools.cache
@@ -124,7 +131,8 @@ class BubblewrapSandbox(ContainedSandbox):
             args.append("--unshare-net")
         args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
         root = "--bind" if command.mode == "full_access" else "--ro-bind"
-        args += [root, "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        tmp = _private_tmp(command)
+        args += [root, "/", "/", "--dev", "/dev", "--proc", "/proc", *_tmpfs_args(tmp)]
         # As root the command's uid maps to the host's root: only a read-only mount keeps
         # it from the kernel's global settings (core_pattern runs a program as root).
         args += ["--ro-bind", "/proc/sys", "/proc/sys"]
@@ -148,7 +156,33 @@ class BubblewrapSandbox(ContainedSandbox):
             launcher=launcher,
             signal_in_status=True,
             dies_with_harness=True,
+            private_tmpfs=tmp,
         )
+
+
+@functools.cache
+def _bwrap_sizes_tmpfs() -> bool:
+    """Whether this bwrap takes ``--size`` for a tmpfs (bubblewrap 0.5 and later)."""
+    try:
+        bwrap = shutil.which("bwrap") or "/usr/bin/bwrap"
+        said = subprocess.run([bwrap, "--help"], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return b"--size" in said.stdout + said.stderr
+
+
+def _private_tmp(command: Command) -> PrivateTmpfs | None:
+    """The tmpfs bubblewrap mounts at ``/tmp`` for a disk cap: one page over the cap, so
+    that a command which fills it is past the cap. ``None`` without a cap or ``--size``."""
+    cap = command.limits.disk_bytes
+    if cap is None or not _bwrap_sizes_tmpfs():
+        return None
+    return PrivateTmpfs("/tmp", cap + os.sysconf("SC_PAGE_SIZE"))
+
+
+def _tmpfs_args(tmp: PrivateTmpfs | None) -> list[str]:
+    sized = ["--size", str(tmp.size_bytes)] if tmp is not None else []
+    return [*sized, "--tmpfs", "/tmp"]
 
 
 def _as_nobody(command: Command, *programs: str, masks_sockets: bool = False) -> dict[str, Any]:

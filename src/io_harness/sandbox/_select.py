@@ -26,6 +26,8 @@ class BackendReport:
     available: bool
     reason: str
     denies_network: bool
+    disk_cap: str = ""
+    """How the backend holds the disk cap (``SandboxLimits.disk_bytes``)."""
 
 
 def _classes() -> dict[str, Any]:
@@ -64,7 +66,7 @@ def probe() -> list[BackendReport]:
     for name, cls in _classes().items():
         available: Callable[[], tuple[bool, str]] = cls.available
         ok, reason = available()
-        reports.append(BackendReport(name, ok, reason, bool(cls.denies_network)))
+        reports.append(BackendReport(name, ok, reason, bool(cls.denies_network), str(cls.disk_cap)))
     return reports
 
 

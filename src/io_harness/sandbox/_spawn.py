@@ -37,6 +37,7 @@ from io_harness._process import OUTPUT_CAP_BYTES, CappedOutput, Stream, _feed, i
 from io_harness._scratch import sweep
 from io_harness.errors import SandboxError
 from io_harness.sandbox._cgroups import CommandCgroups
+from io_harness.sandbox._disk import DiskMeter, PrivateTmpfs, TmpfsReader
 from io_harness.sandbox._launch import launch_args
 from io_harness.sandbox._types import (
     Cap,
@@ -87,6 +88,8 @@ class Command:
     """Where the allow-list proxy listens, with ``network="allow_list"``."""
     cwd: Path
     """Where the command starts: the workdir, unless a service names another folder."""
+    limits: SandboxLimits
+    """The caps it runs under (a run's own, which may differ from ``config.limits``)."""
 
     def writable_paths(self) -> list[Path]:
         """Every folder the command may write, by its mode."""
@@ -110,6 +113,9 @@ class Wrapping:
     dies_with_harness: bool = False
     """The wrapper ends the command's whole tree if the harness dies (bubblewrap's
     ``--die-with-parent`` in a pid namespace): the launcher leaves no guard behind."""
+    private_tmpfs: PrivateTmpfs | None = None
+    """A tmpfs the wrapper mounts in the command's own mount namespace, which the disk
+    cap counts (bubblewrap's ``/tmp``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +230,8 @@ class ContainedSandbox(abc.ABC):
     denies_network = False
     helper_processes = 0
     """Processes the wrapper itself keeps in the command's groups (not counted by the cap)."""
+    disk_cap = "metered: workdir, scratch, writable folders; killed past it"
+    """How this backend holds the disk cap, for ``ioh doctor``."""
 
     def __init__(self, config: SandboxConfig | None = None) -> None:
         self._config = config or SandboxConfig()
@@ -268,7 +276,7 @@ class ContainedSandbox(abc.ABC):
         started = time.monotonic()
         try:
             prepared = self._prepare(
-                argv, workdir, None, scratch, env, mode, readable, writable, self._config
+                argv, workdir, None, scratch, env, mode, readable, writable, self._config, limits
             )
             if isinstance(prepared, str):
                 return self._unstarted(argv, events, started, prepared)
@@ -326,7 +334,7 @@ class ContainedSandbox(abc.ABC):
         cgroups: CommandCgroups | None = None
         try:
             prepared = self._prepare(
-                argv, workdir, cwd, scratch, env, config.mode, readable, (), config
+                argv, workdir, cwd, scratch, env, config.mode, readable, (), config, config.limits
             )
             if isinstance(prepared, str):
                 raise SandboxError(f"cannot start {argv[0] if argv else ''!r}: {prepared}")
@@ -359,6 +367,7 @@ class ContainedSandbox(abc.ABC):
         readable: Sequence[Path],
         writable: Sequence[Path],
         config: SandboxConfig,
+        limits: SandboxLimits,
     ) -> tuple[Command, dict[str, str]] | str:
         """The command, resolved, and its environment; or why it cannot start."""
         workdir = Path(workdir).resolve()
@@ -381,6 +390,7 @@ class ContainedSandbox(abc.ABC):
             seccomp=self._write_seccomp(scratch, config),
             proxy_socket=scratch / "proxy.sock" if config.network == "allow_list" else None,
             cwd=start_in,
+            limits=limits,
         )
         return command, run_env
 
@@ -445,11 +455,14 @@ class ContainedSandbox(abc.ABC):
             limit=limits.output_bytes,
             on_limit=lambda: watch.hit("output"),
         )
+        disk = _disk_meter(command, limits)
         try:
             proc = _start(spec, command, env)
         except (OSError, ValueError) as exc:  # E2BIG and the like: the command never ran
             return self._unstarted(command.argv, events, started, _describe(exc))
-        watch.proc = proc
+        watch.proc, watch.disk = proc, disk
+        if disk is not None and wrapping.private_tmpfs is not None:
+            disk.tmpfs = TmpfsReader(wrapping.private_tmpfs, proc.pid)
         if proc.stdin is not None:
             _feed(proc.stdin, stdin or b"")
         try:
@@ -457,19 +470,34 @@ class ContainedSandbox(abc.ABC):
         finally:
             _kill_tree(proc.pid, cgroups)
             proc.wait()
+        return self._ended(command, limits, wrapping, watch, output, started, events)
+
+    def _ended(
+        self,
+        command: Command,
+        limits: SandboxLimits,
+        wrapping: Wrapping,
+        watch: _Watch,
+        output: CappedOutput,
+        started: float,
+        events: list[SandboxEvent],
+    ) -> SandboxOutcome:
+        """The outcome of a command whose whole tree has ended."""
+        assert watch.proc is not None
         first_cap = watch.first_cap
-        status = _Status.of(proc.returncode, wrapping)
+        status = _Status.of(watch.proc.returncode, wrapping)
         cap = first_cap[0] if first_cap else _cap_after(status.signal, limits, watch.cpu_spent_ns)
         duration = time.monotonic() - started
         stderr = output.text("stderr")
         spawn_error = None
         if status.exit_code == _LAUNCH_FAILED and _LAUNCH_MARK in stderr:
             spawn_error = stderr.split(_LAUNCH_MARK, 1)[1].strip().splitlines()[0]
-        argv = command.argv
-        events += ended_events(self.name, argv, duration, cap)
+        written = watch.disk.written if watch.disk is not None and cap == "disk" else None
+        detail = {"written_bytes": written} if cap == "disk" else {}
+        events += ended_events(self.name, command.argv, duration, cap, detail)
         return SandboxOutcome(
             backend=self.name,
-            argv=argv,
+            argv=command.argv,
             exit_code=status.exit_code,
             signal=status.signal,
             cap_hit=cap,
@@ -480,6 +508,7 @@ class ContainedSandbox(abc.ABC):
             duration=duration,
             spawn_error=spawn_error,
             events=tuple(events),
+            written_bytes=written,
         )
 
     def _spec(
@@ -511,6 +540,7 @@ class _Watch:
     def __init__(self, cgroups: CommandCgroups | None, deadline: float) -> None:
         self.cgroups, self.deadline = cgroups, deadline
         self.proc: subprocess.Popen[bytes] | None = None
+        self.disk: DiskMeter | None = None
         self.first_cap: list[Cap] = []
         self.cpu_spent_ns = 0
         self._lock = threading.Lock()
@@ -567,12 +597,26 @@ class _Watch:
                 self.first_cap.append(cap)
             self.cpu_spent_ns = self.cgroups.cpu_used_ns()
             self.cgroups.release()
+        # What was written since the last look: a command can end within one.
+        if self.disk is not None and not self.first_cap and self.disk.finish():
+            self.first_cap.append("disk")
 
     def _check_caps(self) -> None:
         if time.monotonic() >= self.deadline:
             self.hit("wall")
         elif self.cgroups is not None and (cap := self.cgroups.cap_hit()) is not None:
             self.hit(cap)
+        elif self.disk is not None and self.disk.look():
+            self.hit("disk")
+
+
+def _disk_meter(command: Command, limits: SandboxLimits) -> DiskMeter | None:
+    """The meter of the disk cap over every folder ``command`` may write (the workdir even
+    when read-only: the floor confines no write); ``None`` without a cap."""
+    if limits.disk_bytes is None:
+        return None
+    folders = [command.workdir, command.scratch, *command.writable]
+    return DiskMeter(folders, limits.disk_bytes, stamp_in=command.scratch)
 
 
 def _exit_watch(pid: int) -> int | None:

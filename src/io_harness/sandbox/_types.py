@@ -40,8 +40,8 @@ Network = Literal["deny", "allow_list", "open"]
 connections made through the harness's proxy, each checked by host and port.
 ``open``: the host's network, unchanged."""
 
-Cap = Literal["cpu", "wall", "memory", "processes", "output", "file_size"]
-"""The cap that killed a command."""
+Cap = Literal["cpu", "wall", "memory", "processes", "output", "file_size", "disk"]
+"""The cap that killed a command, or (``disk`` alone) that it was found past when it ended."""
 
 NetCheck = Callable[[str, int], Awaitable[bool]]
 """Asked for each connection through the proxy: may the command reach ``host:port``?"""
@@ -67,8 +67,20 @@ class SandboxLimits(CheckedModel):
     """Bytes of stdout and stderr together; past it the tree is killed."""
     file_size_bytes: int = Field(1 << 30, gt=0)
     """The largest file a process may write (``RLIMIT_FSIZE``)."""
+    disk_bytes: int | None = Field(1 << 30, gt=0)
+    """What the command's writes may add in all, over every file of the folders it may
+    write (and bubblewrap's ``/tmp``), counted by allocated blocks; ``None`` (``false``
+    in TOML): no total cap."""
     open_files: int = Field(1024, gt=0)
     """Open file descriptors per process (``RLIMIT_NOFILE``)."""
+
+    @field_validator("disk_bytes", mode="before")
+    @classmethod
+    def _false_is_none(cls, value: Any) -> Any:
+        # TOML has no null: ``disk_bytes = false`` says there is no total cap.
+        if value is True:
+            raise ValueError("give a number of bytes, or false for no total cap")
+        return None if value is False else value
 
     def record(self) -> dict[str, Any]:
         """The limits as plain JSON values, for the trace."""
@@ -125,12 +137,17 @@ class SandboxEvent:
 
 
 def ended_events(
-    backend: str, argv: Sequence[str], duration: float, cap: Cap | None
+    backend: str,
+    argv: Sequence[str],
+    duration: float,
+    cap: Cap | None,
+    cap_detail: Mapping[str, Any] | None = None,
 ) -> list[SandboxEvent]:
-    """The events that close a command's trace: ``exec``, ``cap_hit`` if one, ``destroy``."""
+    """The events that close a command's trace: ``exec``, ``cap_hit`` if one (with
+    ``cap_detail``), ``destroy``."""
     events = [SandboxEvent("exec", backend, {"argv": list(argv), "duration": duration})]
     if cap is not None:
-        events.append(SandboxEvent("cap_hit", backend, {"cap": cap}))
+        events.append(SandboxEvent("cap_hit", backend, {"cap": cap, **(cap_detail or {})}))
     return [*events, SandboxEvent("destroy", backend, {})]
 
 
@@ -144,7 +161,8 @@ class SandboxOutcome:
     """The exit status, or ``None`` when a signal ended the command or it did not start."""
     signal: int | None
     cap_hit: Cap | None
-    """The cap that killed the command, if one did."""
+    """The cap that killed the command, if one did; ``disk`` also when the command was
+    found past the disk cap only after it ended (it then has an ``exit_code``)."""
     stdout: str
     stderr: str
     truncated: bool
@@ -154,6 +172,9 @@ class SandboxOutcome:
     """Why the command could not start (not found, not executable), if it could not."""
     events: tuple[SandboxEvent, ...] = ()
     """What the sandbox did, in order, for the trace."""
+    written_bytes: int | None = None
+    """With ``cap_hit="disk"``: what the command's writes had added when the disk cap's
+    meter found it past the cap (at least that much); otherwise ``None``."""
 
     @property
     def timed_out(self) -> bool:
@@ -165,6 +186,9 @@ class SandboxOutcome:
         """One line: how the command ended."""
         if self.spawn_error is not None:
             return f"could not start: {self.spawn_error}"
+        if self.cap_hit == "disk" and self.exit_code is not None:
+            # Only the disk cap is also found after a command has ended on its own.
+            return f"over the disk cap when it ended (exit status {self.exit_code})"
         if self.cap_hit is not None:
             return f"killed at the {self.cap_hit.replace('_', '-')} cap"
         if self.signal is not None:

@@ -120,15 +120,29 @@ def exec_observation(outcome: SandboxOutcome) -> str:
     """What the model reads of one command: how it ended, the command, each stream bounded."""
     lines = [outcome.summary, f"$ {shlex.join(outcome.argv)}"]
     if outcome.cap_hit is not None:
-        lines.append(
-            f"[the command was killed because it went past the sandbox's {outcome.cap_hit} "
-            "cap; its output so far follows]"
-        )
+        lines.append(_cap_note(outcome))
     if outcome.truncated and outcome.cap_hit != "output":
         lines.append("[the sandbox kept only part of the output; the cut is marked in it]")
     for name, text in (("stdout", outcome.stdout), ("stderr", outcome.stderr)):
         lines.append(bounded(text, name))
     return "\n".join(lines)
+
+
+def _cap_note(outcome: SandboxOutcome) -> str:
+    """The line that says which cap the command went past (and, for the disk cap, by how much)."""
+    cap = outcome.cap_hit
+    if cap != "disk":
+        return (
+            f"[the command was killed because it went past the sandbox's {cap} cap; "
+            "its output so far follows]"
+        )
+    wrote = f"its writes added {outcome.written_bytes} bytes to the folders it may write"
+    if outcome.exit_code is not None:
+        return f"[the command went past the sandbox's disk cap ({wrote}) before it ended]"
+    return (
+        f"[the command was killed because it went past the sandbox's disk cap ({wrote}); "
+        "its output so far follows]"
+    )
 
 
 def bounded(text: str, name: str, head: int = EXEC_HEAD_BYTES, tail: int = EXEC_TAIL_BYTES) -> str:
