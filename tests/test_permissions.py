@@ -1022,7 +1022,9 @@ async def test_arguments_that_are_not_valid_unicode_are_an_observation(repo: Pat
         ]
     )
     await run(contract(repo), provider, policy=Policy.guarded())
-    assert "hold a lone surrogate (\\udcff), which is not Unicode text" in observations(provider, 1)[0]
+    assert (
+        "hold a lone surrogate (\\udcff), which is not Unicode text" in observations(provider, 1)[0]
+    )
 
 
 async def test_resume_checks_its_arguments(repo: Path, store: Store) -> None:

@@ -62,9 +62,11 @@ class ThinkingBlock(_Frozen):
 class ToolCall(_Frozen):
     """The model asks for a tool to run.
 
-    ``arguments`` is the parsed JSON object; when the model sent text that is
-    not a JSON object, it is that raw text, and the harness answers with an
-    error result instead of running the tool.
+    ``arguments`` is the parsed JSON object; when the model sent something
+    that is not arguments a tool can run with (text that is not a JSON object,
+    NaN, a key given twice, nesting past the harness's limit of 64 levels),
+    it is that text, and the harness answers with an error result saying what
+    is wrong instead of running the tool.
     """
 
     type: Literal["tool_use"] = "tool_use"

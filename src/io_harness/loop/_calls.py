@@ -8,6 +8,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+from io_harness._arguments import admitted_response
 from io_harness.errors import ProviderError, RefusedError
 from io_harness.loop._outcome import RunOutcome
 from io_harness.messages import (
@@ -15,7 +16,6 @@ from io_harness.messages import (
     CompletionResponse,
     StreamDelta,
     Usage,
-    storable_response,
 )
 from io_harness.observe import Retrying, RunEvent, TokenStreamed
 from io_harness.pricing import PriceTable
@@ -112,9 +112,9 @@ class ProviderCaller:
             except ProviderError as exc:
                 error = exc
             else:
-                # A lone surrogate is valid JSON a provider may send, and no UTF-8 a store
-                # could keep: escaped visibly here, it never reaches the store.
-                response = storable_response(response)
+                # Whatever the provider sent, from here on its calls' arguments are a JSON
+                # object every later step can serialise, or text the model is told about.
+                response = admitted_response(response)
                 record.attempts.append(
                     self._attempt(provider, number, started, timing, response=response)
                 )

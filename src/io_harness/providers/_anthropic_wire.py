@@ -10,11 +10,11 @@ event sent in the middle of a stream.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from io_harness._arguments import json_text
 from io_harness.errors import ProviderError, ProviderErrorKind
 from io_harness.messages import (
     CompletionRequest,
@@ -340,7 +340,7 @@ class StreamAssembler:
             self._blocks[index] = block
             initial = wire.get("input")
             if isinstance(initial, Mapping) and initial:
-                block.parts.append(json.dumps(initial))
+                block.parts.append(json_text(dict(initial)))  # nested past json's recursion too
             first = StreamDelta(
                 kind="tool_call",
                 text="".join(block.parts),

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from io_harness._arguments import parse_arguments
+from io_harness._urls import without_password
 from io_harness.errors import ConfigError, ProviderError
 from io_harness.messages import CompletionResponse, StreamDelta
 
@@ -66,51 +67,25 @@ def vendor_settings(
 
 def endpoint_of(base_url: str, url_env: str = "the base URL variable") -> str:
     """``host:port`` of a base URL, the port defaulted from its scheme."""
-    parts = urlsplit(base_url)
-    scheme = parts.scheme.lower()
-    if scheme not in _DEFAULT_PORTS or not parts.hostname:
-        wrong = f"base URL {base_url!r} is not an http:// or https:// URL with a host"
+    shown = without_password(base_url)
+    try:
+        parts = urlsplit(base_url)
+    except ValueError:  # a bad IPv6 literal, say
+        parts = None
+    scheme = parts.scheme.lower() if parts is not None else ""
+    if parts is None or scheme not in _DEFAULT_PORTS or not parts.hostname:
+        wrong = f"base URL {shown!r} is not an http:// or https:// URL with a host"
         raise ConfigError(
             f"{wrong} (check base_url= or {url_env})", shell=f"{wrong} (check {url_env})"
         )
     try:
         port = parts.port or _DEFAULT_PORTS[scheme]
     except ValueError:
-        raise ConfigError(f"base URL {base_url!r} has a bad port") from None
+        raise ConfigError(f"base URL {shown!r} has a bad port") from None
     host = parts.hostname
     if ":" in host:  # an IPv6 literal
         host = f"[{host}]"
     return f"{host}:{port}"
-
-
-def parse_arguments(raw: str) -> dict[str, object] | str:
-    """A tool call's arguments: the JSON object, ``{}`` for nothing, else the raw text.
-
-    Raw text reaches the loop as it came, and the model is told its call was
-    not a JSON object instead of the tool running. Text that is not valid
-    Unicode (a lone surrogate, which JSON escapes can spell) is raw text with
-    the bad characters escaped, so nothing downstream fails to store it.
-    """
-    if not _encodable(raw):
-        return raw.encode("utf-8", "backslashreplace").decode("utf-8")
-    if not raw.strip():
-        return {}
-    try:
-        parsed: object = json.loads(raw)
-    except (ValueError, RecursionError):
-        return raw
-    if not isinstance(parsed, dict):
-        return raw
-    arguments = {str(key): value for key, value in parsed.items()}
-    return arguments if _encodable(json.dumps(arguments, ensure_ascii=False)) else raw
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 async def final_answer(

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from io_harness.errors import ConfigError, StorageError
 from io_harness.store._records import ApprovalRow, PermissionRow, StepRecord
+from io_harness.store._rows import ApprovalRecord, records
 from io_harness.store._sql import SqlConnection
 
 __all__ = [
     "APPROVAL_COLUMNS",
-    "approval_from_row",
+    "approval_rows",
     "check_writer_may_commit",
     "decide",
     "insert_permissions",
@@ -18,29 +19,30 @@ __all__ = [
     "write_approvals",
 ]
 
-APPROVAL_COLUMNS = (
-    "id", "run_id", "step", "status", "request", "progress", "decision", "created_at",
-    "decided_at",
-)  # fmt: skip
+APPROVAL_COLUMNS = ApprovalRecord.columns()
+"""The ``approvals`` columns a read selects, in the order :func:`approval_rows` takes them."""
 
 OPEN_STATUSES = ("pending", "decided", "performing")
 """An approval in one of these is not done: the run awaits it or is performing it."""
 
 
-def approval_from_row(row: Sequence[object]) -> ApprovalRow:
-    """An ``approvals`` row, in :data:`APPROVAL_COLUMNS` order, as a record."""
-    (id_, run_id, step, status, request, progress, decision, created, decided) = row
-    return ApprovalRow(
-        id=str(id_),
-        run_id=str(run_id),
-        step=int(step),  # type: ignore[call-overload]
-        status=str(status),
-        request_json=str(request),
-        progress_json=str(progress),
-        decision_json=None if decision is None else str(decision),
-        created_at=float(created),  # type: ignore[arg-type]
-        decided_at=None if decided is None else float(decided),  # type: ignore[arg-type]
-    )
+def approval_rows(rows: Iterable[Sequence[object]]) -> list[ApprovalRow]:
+    """``approvals`` rows, in :data:`APPROVAL_COLUMNS` order, as the loop's records; one
+    that does not load is a StorageError naming it."""
+    return [
+        ApprovalRow(
+            id=row.id,
+            run_id=row.run_id,
+            step=row.step,
+            status=row.status,
+            request_json=row.request,
+            progress_json=row.progress,
+            decision_json=row.decision,
+            created_at=row.created_at,
+            decided_at=row.decided_at,
+        )
+        for row in records(ApprovalRecord, "approvals", rows)
+    ]
 
 
 def check_writer_may_commit(

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from io_harness._validation import CheckedModel
+from io_harness.store._rows import Moment
 
 __all__ = [
     "DEFAULT_MEMORY_LIMITS",
@@ -38,9 +39,12 @@ class MemoryEntry(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
+    row_key: ClassVar[tuple[str, ...]] = ("key",)
+    """The column that names a stored entry in an error."""
+
     key: str
     value: str
-    updated_at: float
+    updated_at: Moment
     """Unix time of the write that set the value."""
 
 

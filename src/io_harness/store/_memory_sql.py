@@ -16,6 +16,7 @@ from io_harness.store._memory import (
     MemoryOp,
     memory_key_problem,
 )
+from io_harness.store._rows import records
 from io_harness.store._sql import SqlConnection
 
 __all__ = [
@@ -31,7 +32,7 @@ def memory_entries(db: SqlConnection, workspace: str) -> list[MemoryEntry]:
         "SELECT key, value, updated_at FROM memory WHERE workspace = ? ORDER BY written",
         (workspace,),
     ).fetchall()
-    return [MemoryEntry(key=key, value=value, updated_at=at) for key, value, at in rows]
+    return list(records(MemoryEntry, "memory", rows, owner=f"workspace {workspace!r}"))
 
 
 def remember_key(

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from io_harness.errors import ResumeError, StorageError, run_already_stored
-from io_harness.messages import Message, Usage
+from io_harness.messages import Usage
 from io_harness.policy._approval import Decision
 from io_harness.store._approvals_sql import (
     APPROVAL_COLUMNS,
-    approval_from_row,
+    approval_rows,
     decide,
     mark_performing,
 )
@@ -45,9 +45,9 @@ from io_harness.store._records import (
     TreeNode,
     TreePlace,
 )
+from io_harness.store._rows import MessageRecord, RunRecord, decoded_json, records
 from io_harness.store._sql import SqlConnection
 from io_harness.store._step_sql import (
-    USAGE_COLUMNS,
     insert_events,
     insert_mcp_events,
     insert_messages,
@@ -70,17 +70,12 @@ from io_harness.store._trace import (
     Trace,
     TreeEventTrace,
     VerificationTrace,
-    trace_records,
 )
 
-__all__ = ["RUN_COLUMNS", "Dialect", "SqlStore", "row_dict"]
+__all__ = ["RUN_COLUMNS", "Dialect", "SqlStore"]
 
-RUN_COLUMNS = (
-    "id", "goal", "contract", "system_prompt", "tools", "provider", "model", "status",
-    "outcome", "steps", *USAGE_COLUMNS, "cost_micros", "unpriced_calls", "started_at",
-    "finished_at", "error", "policy", "remembered", "labels", "sandbox", "prices", "setup",
-    "parent_id", "root_id", "depth", "spawn_call", "tree", "journal",
-)  # fmt: skip
+RUN_COLUMNS = RunRecord.columns()
+"""The ``runs`` columns a read selects, in the order :class:`RunRecord` takes them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,11 +86,6 @@ class Dialect:
     """True for a ``runs`` row whose labels hold key ``?`` with value ``?``."""
     json_integer: str
     """The integer at key ``{key}`` of the JSON text in column ``{column}``."""
-
-
-def row_dict(keys: tuple[str, ...], row: Sequence[Any]) -> dict[str, Any]:
-    """A result row as a mapping of its column names."""
-    return dict(zip(keys, row, strict=True))
 
 
 class SqlStore(Store):
@@ -244,7 +234,7 @@ class SqlStore(Store):
             " ORDER BY created_at, id",
             params,
         )
-        return [approval_from_row(row) for row in rows]
+        return approval_rows(rows)
 
     # -- memory ------------------------------------------------------------------
 
@@ -278,56 +268,53 @@ class SqlStore(Store):
 
     # -- reading -----------------------------------------------------------------
 
-    def _run_row(self, run_id: str) -> dict[str, Any]:
+    def _run_row(self, run_id: str) -> RunRecord:
         rows = self._read(f"SELECT {', '.join(RUN_COLUMNS)} FROM runs WHERE id = ?", (run_id,))
         if not rows:
             raise ResumeError(f"no run {run_id!r} in the store {self.location}")
-        return row_dict(RUN_COLUMNS, rows[0])
+        if len(rows) > 1:  # only a store made by hand lacks the primary key that forbids it
+            raise StorageError(f"run {run_id!r} holds {len(rows)} rows of runs, not one")
+        (run,) = records(RunRecord, "runs", rows, owner=f"run {run_id!r}")
+        return run
 
     def load_run(self, run_id: str) -> StoredRun:
-        row = self._run_row(run_id)
-        bodies = self._read("SELECT body FROM messages WHERE run_id = ? ORDER BY seq", (run_id,))
-        try:
-            messages = [Message.model_validate_json(body) for (body,) in bodies]
-        except ValueError as exc:
-            raise StorageError(
-                f"run {run_id!r} holds a message that does not load: {exc}"
-            ) from None
+        run = self._run_row(run_id)
+        owner = f"run {run_id!r}"
+        bodies = self._read(
+            "SELECT seq, body FROM messages WHERE run_id = ? ORDER BY seq", (run_id,)
+        )
+        messages = [m.body for m in records(MessageRecord, "messages", bodies, owner=owner)]
+        edits = self._records(run_id, CompactionTrace, "compactions", "seq")
         return StoredRun(
-            id=row["id"],
-            goal=row["goal"],
-            contract_json=row["contract"],
-            system_prompt=row["system_prompt"],
-            tools_json=row["tools"],
-            provider=row["provider"],
-            model=row["model"],
-            status=row["status"],
-            outcome=row["outcome"],
-            steps=row["steps"],
-            usage=Usage(**{c: row[c] for c in USAGE_COLUMNS}),
-            cost_micros=row["cost_micros"],
-            unpriced_calls=row["unpriced_calls"],
-            started_at=row["started_at"],
-            finished_at=row["finished_at"],
-            error_json=row["error"],
+            id=run.id,
+            goal=run.goal,
+            contract_json=run.contract,
+            system_prompt=run.system_prompt,
+            tools_json=run.tools,
+            provider=run.provider,
+            model=run.model,
+            status=run.status,
+            outcome=run.outcome,
+            steps=run.steps,
+            usage=_usage(run),
+            cost_micros=run.cost_micros,
+            unpriced_calls=run.unpriced_calls,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            error_json=run.error,
             verification_json=self._last_check(run_id),
             messages=messages,
-            policy_json=row["policy"],
-            labels=_labels(row["labels"]),
-            remembered_json=row["remembered"],
+            policy_json=run.policy,
+            labels=run.labels or {},
+            remembered_json=run.remembered,
             pending=next(iter(self.approvals(run_id)), None),
-            sandbox_json=row["sandbox"],
-            prices_json=row["prices"],
-            setup_json=row["setup"],
-            tree=_place(row),
-            journal_json=row["journal"],
+            sandbox_json=run.sandbox,
+            prices_json=run.prices,
+            setup_json=run.setup,
+            tree=_place(run),
+            journal_json=run.journal,
             compactions=tuple(
-                CompactionRow(kind, step, message, text, at)
-                for kind, step, message, text, at in self._read(
-                    "SELECT kind, step, message, text, at FROM compactions WHERE run_id = ?"
-                    " ORDER BY seq",
-                    (run_id,),
-                )
+                CompactionRow(e.kind, e.step, e.message, e.text, e.at) for e in edits
             ),
         )
 
@@ -343,18 +330,15 @@ class SqlStore(Store):
             " ORDER BY depth, started_at, rowid",
             (root_id,),
         )
-        nodes = []
-        for values in rows:
-            row = row_dict(RUN_COLUMNS, values)
-            nodes.append(
-                TreeNode(
-                    run=self._summary(row),
-                    parent_id=row["parent_id"],
-                    depth=row["depth"],
-                    spawn_call=row["spawn_call"],
-                )
+        return [
+            TreeNode(
+                run=_summary(run),
+                parent_id=run.parent_id,
+                depth=run.depth,
+                spawn_call=run.spawn_call,
             )
-        return nodes
+            for run in records(RunRecord, "runs", rows)
+        ]
 
     def tree_drawn(self, root_id: str) -> tuple[int, int]:
         tokens = self.dialect.json_integer.format(column="detail", key="tokens")
@@ -368,29 +352,12 @@ class SqlStore(Store):
 
     def _last_check(self, run_id: str) -> str | None:
         rows = self._read(
-            "SELECT result FROM verifications WHERE run_id = ? ORDER BY step DESC, seq DESC"
-            " LIMIT 1",
+            f"SELECT {', '.join(VerificationTrace.columns())} FROM verifications"
+            " WHERE run_id = ? ORDER BY step DESC, seq DESC LIMIT 1",
             (run_id,),
         )
-        return str(rows[0][0]) if rows else None
-
-    @staticmethod
-    def _summary(row: dict[str, Any]) -> RunSummary:
-        return RunSummary(
-            id=row["id"],
-            goal=row["goal"],
-            status=row["status"],
-            outcome=row["outcome"],
-            steps=row["steps"],
-            tokens=row["input_tokens"] + row["output_tokens"],
-            cost_micros=row["cost_micros"],
-            unpriced_calls=row["unpriced_calls"],
-            provider=row["provider"],
-            model=row["model"],
-            started_at=row["started_at"],
-            finished_at=row["finished_at"],
-            labels=_labels(row["labels"]),
-        )
+        checks = records(VerificationTrace, "verifications", rows, owner=f"run {run_id!r}")
+        return checks[0].result if checks else None
 
     def runs(
         self,
@@ -413,7 +380,7 @@ class SqlStore(Store):
         )
         if limit is not None:
             sql, params = f"{sql} LIMIT ?", [*params, max(limit, 0)]
-        return [self._summary(row_dict(RUN_COLUMNS, row)) for row in self._read(sql, params)]
+        return [_summary(run) for run in records(RunRecord, "runs", self._read(sql, params))]
 
     def _records(
         self, run_id: str, cls: type[RecordT], table: str, order: str
@@ -422,16 +389,16 @@ class SqlStore(Store):
             f"SELECT {', '.join(cls.columns())} FROM {table} WHERE run_id = ? ORDER BY {order}",
             (run_id,),
         )
-        return trace_records(cls, table, run_id, rows)
+        return records(cls, table, rows, owner=f"run {run_id!r}")
 
     def trace(self, run_id: str, *, undecodable: Literal["raise", "replace"] = "raise") -> Trace:
         return self._trace(run_id)
 
     def _trace(self, run_id: str) -> Trace:
         stored = self.load_run(run_id)
-        row = self._run_row(run_id)
+        run = self._run_row(run_id)
         return Trace(
-            run=self._summary(row),
+            run=_summary(run),
             messages=tuple(stored.messages),
             steps=self._records(run_id, StepTrace, "steps", "step"),
             provider_calls=self._records(
@@ -446,26 +413,56 @@ class SqlStore(Store):
             mcp_events=self._records(run_id, McpEventTrace, "mcp_events", "seq"),
             tree_events=self._records(run_id, TreeEventTrace, "tree_events", "seq"),
             compactions=self._records(run_id, CompactionTrace, "compactions", "seq"),
-            sandbox=SandboxChoiceTrace.from_json(row["sandbox"]),
+            sandbox=SandboxChoiceTrace.from_json(run.sandbox),
             memory=self.memory_log(run_id),
         )
 
 
-def _place(row: dict[str, Any]) -> TreePlace | None:
-    if row["root_id"] is None:
-        return None
-    return TreePlace(
-        root_id=row["root_id"],
-        parent_id=row["parent_id"],
-        depth=row["depth"],
-        spawn_call=row["spawn_call"],
-        tree_json=row["tree"],
+def _summary(run: RunRecord) -> RunSummary:
+    return RunSummary(
+        id=run.id,
+        goal=run.goal,
+        status=run.status,
+        outcome=run.outcome,
+        steps=run.steps,
+        tokens=run.input_tokens + run.output_tokens,
+        cost_micros=run.cost_micros,
+        unpriced_calls=run.unpriced_calls,
+        provider=run.provider,
+        model=run.model,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        labels=run.labels or {},
     )
 
 
-def _labels(text: str | None) -> dict[str, str]:
+def _usage(run: RunRecord) -> Usage:
+    return Usage(
+        input_tokens=run.input_tokens,
+        output_tokens=run.output_tokens,
+        cache_read_tokens=run.cache_read_tokens,
+        cache_write_tokens=run.cache_write_tokens,
+        reasoning_tokens=run.reasoning_tokens,
+    )
+
+
+def _place(run: RunRecord) -> TreePlace | None:
+    if run.root_id is None:
+        return None
+    return TreePlace(
+        root_id=run.root_id,
+        parent_id=run.parent_id,
+        depth=run.depth,
+        spawn_call=run.spawn_call,
+        tree_json=run.tree,
+    )
+
+
+def _labels(text: object) -> dict[str, str]:
+    """The labels a ``runs`` row holds, for a write that changes them; text that is not a
+    JSON object of labels holds none (a read of the row says what is wrong with it)."""
     try:
-        value = json.loads(text) if text else {}
-    except json.JSONDecodeError:
-        return {"(unreadable)": text or ""}
+        value = decoded_json(text) if text else {}
+    except ValueError:
+        return {}
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}

@@ -12,16 +12,23 @@ row: every row of a trace belongs to its run.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from io_harness._validation import loading
-from io_harness.errors import StorageError
 from io_harness.messages import Message, Usage
 from io_harness.policy._approval import ApprovalRequest, Decision
 from io_harness.store._records import RunSummary
+from io_harness.store._rows import (
+    ApprovalStatus,
+    Count,
+    JsonObjectText,
+    JsonText,
+    Moment,
+    Seconds,
+    StoredRecord,
+    decoded_json,
+)
 
 if TYPE_CHECKING:
     from io_harness.verify import VerificationResult
@@ -42,58 +49,36 @@ __all__ = [
     "TraceRecord",
     "TreeEventTrace",
     "VerificationTrace",
-    "trace_records",
 ]
 
 
 def _json(value: object) -> object:
-    """A JSON column's text decoded; anything else (a value built in Python) as it is."""
-    return json.loads(value) if isinstance(value, str | bytes) else value
+    """A JSON column's text decoded (within the stored depth); a value built in Python as
+    it is."""
+    return decoded_json(value)
 
 
-class TraceRecord(BaseModel):
-    """One stored row; :meth:`columns` are the columns a store selects for it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    @classmethod
-    def columns(cls) -> tuple[str, ...]:
-        """The table's columns this record holds, in field order."""
-        return tuple(cls.model_fields)
+class TraceRecord(StoredRecord):
+    """One stored row of a trace; :meth:`columns` are the columns a store selects for it."""
 
 
 RecordT = TypeVar("RecordT", bound=TraceRecord)
 
 
-def trace_records(
-    cls: type[RecordT], table: str, run_id: str, rows: Iterable[Sequence[Any]]
-) -> tuple[RecordT, ...]:
-    """Rows of ``table``, selected in ``cls.columns()`` order, as records.
-
-    A row that does not load is a StorageError naming the run and the table.
-    """
-    columns = cls.columns()
-    try:
-        with loading():
-            return tuple(cls.model_validate(dict(zip(columns, row, strict=True))) for row in rows)
-    except ValidationError as exc:
-        raise StorageError(
-            f"run {run_id!r} holds a row of {table} that does not load: {exc}"
-        ) from None
-
-
 class StepTrace(TraceRecord):
     """One committed step (``steps``): when it ran, its token draw and what it cost."""
 
+    row_key: ClassVar[tuple[str, ...]] = ("step",)
+
     step: int
-    started_at: float
-    finished_at: float
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
-    reasoning_tokens: int
-    cost_micros: int
+    started_at: Moment
+    finished_at: Moment
+    input_tokens: Count
+    output_tokens: Count
+    cache_read_tokens: Count
+    cache_write_tokens: Count
+    reasoning_tokens: Count
+    cost_micros: Count
     """The step's model calls' priced cost, in micro-units (0: unpriced)."""
 
     @property
@@ -105,6 +90,8 @@ class StepTrace(TraceRecord):
 class ProviderCallTrace(TraceRecord):
     """One attempt at a model call (``provider_calls``), answered or failed."""
 
+    row_key: ClassVar[tuple[str, ...]] = ("step", "attempt")
+
     step: int
     attempt: int
     """1 for the first try of the step's call."""
@@ -112,23 +99,23 @@ class ProviderCallTrace(TraceRecord):
     """The provider that was asked (a Fallback's member names itself)."""
     model: str
     """The model asked for; ``served_model`` is the one that answered."""
-    started_at: float
-    latency: float
+    started_at: Moment
+    latency: Seconds
     """Seconds until the answer (or the failure)."""
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
-    reasoning_tokens: int
+    input_tokens: Count
+    output_tokens: Count
+    cache_read_tokens: Count
+    cache_write_tokens: Count
+    reasoning_tokens: Count
     finish_reason: str | None
     error_kind: str | None
     """The ProviderError kind when the attempt failed; ``None`` when it was answered."""
     error_status: int | None
     error_message: str | None
     served_model: str | None
-    time_to_first_token: float | None
+    time_to_first_token: Seconds | None
     """Seconds to the first streamed token; ``None`` when not streamed."""
-    cost_micros: int | None
+    cost_micros: Count | None
     """What the attempt cost, in micro-units; ``None``: its model has no price."""
 
     @property
@@ -140,12 +127,14 @@ class ProviderCallTrace(TraceRecord):
 class ToolCallTrace(TraceRecord):
     """One tool call and the observation it produced (``tool_calls``)."""
 
+    row_key: ClassVar[tuple[str, ...]] = ("step", "seq")
+
     step: int
     seq: int
     """Order within the step, from 1."""
     call_id: str
     name: str
-    arguments: str
+    arguments: JsonText
     """The arguments as JSON text; see :attr:`parsed_arguments`."""
     result: str
     """The observation the model read."""
@@ -154,7 +143,7 @@ class ToolCallTrace(TraceRecord):
     """The paths the call changed."""
     kind: str
     """Which kind of tool answered: ``builtin``, ``caller`` or ``mcp``."""
-    duration: float | None
+    duration: Seconds | None
     """Seconds the tool ran; ``None`` when it did not run (refused), or stored before v5."""
     error: str | None
     """What failed inside the tool: its exception or a timeout."""
@@ -173,6 +162,8 @@ class ToolCallTrace(TraceRecord):
 class VerificationTrace(TraceRecord):
     """One check of the criterion (``verifications``)."""
 
+    row_key: ClassVar[tuple[str, ...]] = ("step", "seq")
+
     step: int
     seq: int
     """Order within the step, from 1."""
@@ -183,9 +174,9 @@ class VerificationTrace(TraceRecord):
     """The success condition's sentence, as the model was shown it."""
     summary: str
     """The verdict in one line."""
-    result: str
+    result: JsonObjectText
     """The VerificationResult JSON, the check's output included; see :attr:`parsed_result`."""
-    duration: float
+    duration: Seconds
 
     @property
     def parsed_result(self) -> VerificationResult:
@@ -198,10 +189,12 @@ class VerificationTrace(TraceRecord):
 class EventTrace(TraceRecord):
     """One run event as observers received it (``events``)."""
 
+    row_key: ClassVar[tuple[str, ...]] = ("seq",)
+
     seq: int
     step: int
     kind: str
-    at: float
+    at: Moment
     data: dict[str, Any]
     """The event's fields."""
 
@@ -213,6 +206,8 @@ class EventTrace(TraceRecord):
 
 class PermissionTrace(TraceRecord):
     """One verdict of the gate and what was decided on it (``permissions``)."""
+
+    row_key: ClassVar[tuple[str, ...]] = ("seq",)
 
     seq: int
     """Order within the run, from 1."""
@@ -235,7 +230,7 @@ class PermissionTrace(TraceRecord):
     decided_by: str
     """``policy``, ``remembered``, the approver, or who gave a stored decision."""
     reason: str
-    at: float
+    at: Moment
 
     @field_validator("argv", mode="before")
     @classmethod
@@ -246,18 +241,20 @@ class PermissionTrace(TraceRecord):
 class ApprovalTrace(TraceRecord):
     """An action an approver deferred (``approvals``): pending, decided, performing or done."""
 
+    row_key: ClassVar[tuple[str, ...]] = ("id",)
+
     id: str
     """The request id ``ioh approve`` and ``resume(decision=...)`` refer to."""
     step: int
-    status: str
+    status: ApprovalStatus
     """``pending``, ``decided``, ``performing`` or ``done``."""
     request: ApprovalRequest
-    progress: str
+    progress: JsonObjectText
     """The interrupted step so far, as JSON (the loop's own format)."""
     decision: Decision | None
     """The decision once one was stored."""
-    created_at: float
-    decided_at: float | None
+    created_at: Moment
+    decided_at: Moment | None
 
     @field_validator("request", "decision", mode="before")
     @classmethod
@@ -268,6 +265,8 @@ class ApprovalTrace(TraceRecord):
 class McpEventTrace(TraceRecord):
     """One thing an MCP server of the run did (``mcp_events``)."""
 
+    row_key: ClassVar[tuple[str, ...]] = ("seq",)
+
     seq: int
     """Order within the run, from 1."""
     step: int
@@ -277,7 +276,7 @@ class McpEventTrace(TraceRecord):
     """``start``, ``handshake``, ``list``, ``call``, ``restart`` or ``close``."""
     detail: dict[str, Any]
     """What ``kind`` says: the tool, its duration and outcome, the tool count, an error."""
-    at: float
+    at: Moment
 
     @field_validator("detail", mode="before")
     @classmethod
@@ -288,6 +287,8 @@ class McpEventTrace(TraceRecord):
 class CompactionTrace(TraceRecord):
     """One edit of the run's view by a compaction pass (``compactions``)."""
 
+    row_key: ClassVar[tuple[str, ...]] = ("seq",)
+
     seq: int
     step: int
     """The step the pass ran before."""
@@ -297,11 +298,13 @@ class CompactionTrace(TraceRecord):
     """The deleted message's position in the conversation, from 1."""
     text: str | None
     """The summary."""
-    at: float
+    at: Moment
 
 
 class TreeEventTrace(TraceRecord):
     """One thing the run did as an agent of a tree (``tree_events``)."""
+
+    row_key: ClassVar[tuple[str, ...]] = ("seq",)
 
     seq: int
     """Order within the tree, from 1."""
@@ -310,7 +313,7 @@ class TreeEventTrace(TraceRecord):
     """``spawn`` (``child``, ``goal``, ``call_id``), ``refuse`` (``cap``, ``reason``,
     ``call_id``) or ``draw`` (``tokens``, ``cost_micros``, the tree's totals after it)."""
     detail: dict[str, Any]
-    at: float
+    at: Moment
 
     @field_validator("detail", mode="before")
     @classmethod
@@ -320,6 +323,8 @@ class TreeEventTrace(TraceRecord):
 
 class SandboxEventTrace(TraceRecord):
     """One thing the sandbox did for a command (``sandbox_events``)."""
+
+    row_key: ClassVar[tuple[str, ...]] = ("seq",)
 
     seq: int
     """Order within the run, from 1."""
@@ -332,7 +337,7 @@ class SandboxEventTrace(TraceRecord):
     """The sandbox's name; ``none`` when the command ran directly."""
     detail: dict[str, Any]
     """What ``kind`` says: mode and limits, argv and duration, the cap, the connection."""
-    at: float
+    at: Moment
 
     @field_validator("detail", mode="before")
     @classmethod
@@ -342,6 +347,8 @@ class SandboxEventTrace(TraceRecord):
 
 class MemoryTrace(TraceRecord):
     """One change the run made to memory (``memory_log``)."""
+
+    row_key: ClassVar[tuple[str, ...]] = ("seq",)
 
     seq: int
     """Order of changes in the store, from 1."""
@@ -356,7 +363,7 @@ class MemoryTrace(TraceRecord):
     """The step whose tool call made the change."""
     call_id: str | None
     """The tool call that made the change (an eviction names the set that caused it)."""
-    at: float
+    at: Moment
 
 
 class SandboxChoiceTrace(BaseModel):

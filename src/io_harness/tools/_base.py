@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from io_harness._arguments import arguments_problem
 from io_harness._validation import describe_validation
 from io_harness.messages import ToolSpec
 from io_harness.policy._gate import Access
@@ -152,9 +153,7 @@ def validated(
 ) -> tuple[HarnessTool[Any], Args] | ToolOutcome:
     """The call's arguments checked against the tool's model, or the error observation."""
     if not isinstance(arguments, Mapping):
-        raw = str(arguments)
-        shown = raw if len(raw) <= 500 else f"{raw[:500]}... [+{len(raw) - 500} chars]"
-        return ToolOutcome(f"{name}: the arguments are not a JSON object: {shown!r}", True)
+        return ToolOutcome(f"{name}: {arguments_problem(str(arguments))}", True)
     try:
         return tool, tool.args.model_validate(arguments)
     except ValidationError as exc:
