@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from io_harness import Store
 from io_harness.sandbox import (
     BubblewrapSandbox,
     FloorSandbox,
@@ -702,3 +703,117 @@ async def test_a_program_in_a_folder_the_sandbox_makes_private_still_runs(
         assert outcome.stdout == f"hello from {program}\n"
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# --- what runs code later, and the harness's own files --------------------------------------
+
+MAKES_CODE_LATER = """
+import os, subprocess
+os.makedirs('.vscode', exist_ok=True); os.makedirs('sub/.git/hooks', exist_ok=True)
+made = ('.bashrc', '.envrc', '.vscode/tasks.json', 'sub/.git/hooks/pre-commit', 'sub/.profile')
+for path in made:
+    open(path, 'w').write('touch pwned')
+"""
+
+
+async def test_a_file_that_runs_code_later_made_by_a_command_is_removed_and_said(
+    harness: Harness,
+) -> None:
+    outcome = await harness.python_run(MAKES_CODE_LATER)
+
+    assert outcome.exit_code == 0, outcome.stderr
+    for made in (".bashrc", ".envrc", ".vscode/tasks.json", "sub/.git", "sub/.profile"):
+        assert not (harness.workspace / made).exists(), made
+        assert any(line.startswith(made + " (made by the command)") for line in outcome.undone)
+    assert (harness.workspace / ".vscode").is_dir() and (harness.workspace / "sub").is_dir()
+    (event,) = [e for e in outcome.events if e.kind == "undone"]
+    assert event.detail["undone"] == list(outcome.undone)
+
+
+CHANGES_GIT = """
+import os, shutil
+for step in (
+    lambda: open('.git/config', 'a').write('[core]\\n\\tfsmonitor = touch pwned\\n'),
+    lambda: open('.git/hooks/pre-commit', 'w').write('touch pwned'),
+    lambda: os.unlink('.git/hooks/post-checkout'),
+    lambda: open('.bashrc', 'w').write('touch pwned'),
+    lambda: os.rename('.git', 'moved-git'),
+    lambda: (os.makedirs('.git/hooks', exist_ok=True), open('.git/HEAD', 'w').write('x')),
+):
+    try:
+        step()
+        print('did')
+    except OSError as exc:
+        print('refused', exc.errno)
+"""
+
+
+async def test_a_command_cannot_leave_a_change_to_what_runs_code_later(harness: Harness) -> None:
+    git = harness.workspace / ".git"
+    (git / "hooks").mkdir(parents=True)
+    (git / "config").write_text("[core]\n")
+    (git / "hooks" / "post-checkout").write_text("#!/bin/sh\n")
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    (harness.workspace / ".bashrc").write_text("# mine\n")
+    for path in (git, git / "hooks", harness.workspace):
+        path.chmod(0o777)
+    before = {
+        p: p.read_bytes() for p in (*git.rglob("*"), harness.workspace / ".bashrc") if p.is_file()
+    }
+
+    outcome = await harness.python_run(CHANGES_GIT)
+
+    assert outcome.exit_code == 0, outcome.stderr
+    after = {
+        p: p.read_bytes() for p in (*git.rglob("*"), harness.workspace / ".bashrc") if p.is_file()
+    }
+    assert after == before
+    assert not (harness.workspace / "moved-git").exists()
+    if harness.name in {"bubblewrap"} or (harness.backend.hides_paths and os.geteuid() == 0):
+        # Bound read-only: each change was refused as it was made.
+        assert outcome.stdout.split().count("refused") >= 5, outcome.stdout
+
+
+async def test_a_store_is_hidden_from_a_command_or_the_command_is_refused(
+    harness: Harness,
+) -> None:
+    from io_harness.sandbox._shield import keeping_private
+
+    db = harness.workspace / ".ioh" / "runs.db"
+    store = Store.open(db)
+    probe = f"""
+import os
+for path in {[str(p) for p in store.files()]!r}:
+    try:
+        if os.path.isdir(path):
+            print(path, 'listed', os.listdir(path))
+        elif os.path.exists(path):
+            print(path, 'read', len(open(path, 'rb').read()))
+            open(path, 'ab').write(b'pwned')
+    except OSError as exc:
+        print(path, 'refused', exc.errno)
+"""
+    with store.lease("r"):  # the leases folder exists while a run is driven
+        # Given to the command's user, so only hiding keeps it from them (as the idmapped
+        # workspace of a root harness would).
+        for path in (db.parent, *store.files()):
+            if os.geteuid() == 0 and path.exists():
+                os.chown(path, NOBODY, NOBODY)
+        before = {p: p.read_bytes() for p in store.files() if p.is_file()}
+        try:
+            with keeping_private(store.files()):
+                outcome = await harness.python_run(probe)
+            after = {p: p.read_bytes() for p in before}
+        finally:
+            store.close()
+
+    if not harness.backend.hides_paths:
+        assert outcome.spawn_error is not None and "cannot hide it" in outcome.spawn_error
+        return
+    assert outcome.exit_code == 0, outcome.stderr
+    reads = [line.split()[-1] for line in outcome.stdout.splitlines() if " read " in line]
+    assert all(size == "0" for size in reads), outcome.stdout
+    assert "listed []" in outcome.stdout or "listed" not in outcome.stdout, outcome.stdout
+    assert after == before
+    with Store.open(db) as again:
+        assert again.runs() == []

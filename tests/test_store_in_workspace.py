@@ -9,12 +9,16 @@ transcript from it or to rewrite the policy the next resume takes.
 from __future__ import annotations
 
 import sqlite3
+import sys
 from pathlib import Path
+
+import pytest
 
 from io_harness import (
     Harness,
     Policy,
     RunOutcome,
+    SandboxConfig,
     Store,
     TaskContract,
     ToolResult,
@@ -76,4 +80,71 @@ async def test_no_file_tool_reads_writes_or_lists_a_store_inside_the_workspace(
     assert listed == ".ioh is empty"
     assert stored_policy(db, result.run_id) == POLICY.model_dump_json()
     assert store.load_run(earlier.run_id).goal == "the other run's hunter2 goal"
+    store.close()
+
+
+TAMPER = """
+import sqlite3, sys
+try:
+    db = sqlite3.connect('.ioh/runs.db')
+    print('runs', db.execute('SELECT goal FROM runs').fetchall())
+    db.execute("UPDATE runs SET policy = '{}'")
+    db.commit()
+    print('tampered')
+except Exception as exc:
+    print('refused', type(exc).__name__, exc)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap is Linux's")
+async def test_a_command_neither_reads_the_store_nor_rewrites_the_runs_stored_policy(
+    project: Path,
+) -> None:
+    db = project / ".ioh" / "runs.db"
+    store = Store.open(db)
+    await Harness(ScriptedProvider([reply("x")]), store=store).run(
+        TaskContract.workspace("hunter2 goal", project, WorkspaceFileContains("x", ""))
+    )
+    calls = [
+        call("exec", argv=[sys.executable, "-c", TAMPER]),
+        call("write_file", path="done.txt", content="done"),
+    ]
+    provider = ScriptedProvider([reply(calls=calls), reply("done")])
+    contract = TaskContract.workspace(
+        "g", project, WorkspaceFileContains("done.txt", "done"), tools=["exec"]
+    )
+    harness = Harness(
+        provider, store=store, policy=POLICY, sandbox=SandboxConfig(backends=("bubblewrap",))
+    )
+
+    result = await harness.run(contract)
+
+    assert result.outcome is RunOutcome.SUCCESS
+    printed = observations(store, result.run_id)[0].split("\nstdout", 1)[1]
+    assert "tampered" not in printed and "hunter2" not in printed, printed
+    assert "refused" in printed
+    assert stored_policy(db, result.run_id) == POLICY.model_dump_json()
+    store.close()
+
+
+async def test_a_sandbox_that_cannot_hide_the_store_refuses_the_command(project: Path) -> None:
+    db = project / ".ioh" / "runs.db"
+    store = Store.open(db)
+    calls = [
+        call("exec", argv=[sys.executable, "-c", TAMPER]),
+        call("write_file", path="done.txt", content="done"),
+    ]
+    provider = ScriptedProvider([reply(calls=calls), reply("done")])
+    contract = TaskContract.workspace(
+        "g", project, WorkspaceFileContains("done.txt", "done"), tools=["exec"]
+    )
+    floor = SandboxConfig(backends=("floor",), accept_floor=True, network="open")
+    harness = Harness(provider, store=store, policy=POLICY, sandbox=floor)
+
+    result = await harness.run(contract)
+
+    assert result.outcome is RunOutcome.SUCCESS
+    ran = observations(store, result.run_id)[0]
+    assert "could not start" in ran and "the floor sandbox cannot hide it" in ran
+    assert stored_policy(db, result.run_id) == POLICY.model_dump_json()
     store.close()

@@ -63,6 +63,7 @@ from io_harness.policy._policy import Policy
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
 from io_harness.sandbox import SandboxConfig
+from io_harness.sandbox._shield import keeping_private
 from io_harness.store import Store
 from io_harness.store._records import RunSummary, StoredRun, TreePlace
 from io_harness.tools._caller import Tool, Toolbox
@@ -283,7 +284,7 @@ class Harness:
         await check_mcp_start(self.mcp, gate)
         caller = self._tools_now()
         setup = RunSetup.of(caller, folders, skills, self.memory, self.mcp)
-        with store.lease(run_id), checking(net):
+        with store.lease(run_id), checking(net), keeping_private(store.files()):
             may_start = partial(mcp_start_refusal, gate=gate)
             async with mcp_sessions(self.mcp, may_start, contained) as sessions:
                 kit = self._kit(
@@ -466,7 +467,7 @@ class Harness:
             contained = server_sandbox(contract, gate, chosen)
             check_sandboxes(servers, contained)
             await check_mcp_start(servers, gate)
-            with checking(net):
+            with checking(net), keeping_private(self.store.files()):
                 may_start = partial(mcp_start_refusal, gate=gate)
                 async with mcp_sessions(servers, may_start, contained) as sessions:
                     kit = self._kit(provider, role, chosen, caller, skills, setup, sessions, prices)

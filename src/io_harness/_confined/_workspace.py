@@ -324,6 +324,19 @@ class Workspace:
         except PathMissing:
             return False
 
+    def remove(self, path: str) -> bool:
+        """Remove whatever is at ``path``: a file, a symlink (never its target) or a whole
+        folder, each entry unlinked from its folder's descriptor; whether anything was there."""
+        with self._parent(path) as (folder, name, _):
+            info = folder.lstat(name)
+            if info is None:
+                return False
+            if stat.S_ISDIR(info.st_mode):
+                _remove_tree(folder, name)
+            else:
+                folder.unlink(name)
+            return True
+
     def entries(self, path: str = ".") -> list[Listed]:
         """The entries of the folder at ``path``, kinds read without following a symlink
         (the harness's own files left out)."""
@@ -375,6 +388,25 @@ def _walk(
             continue  # replaced meanwhile (a symlink is refused), or unreadable
         with inner:
             yield from _walk(inner, (*prefix, name), skip, everything, private)
+
+
+def _remove_tree(folder: Folder, name: str) -> None:
+    """Remove the folder ``name`` of ``folder`` and all it holds, following no symlink."""
+    try:
+        inner = folder.open_dir(name)
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:  # replaced meanwhile by a file or a link: remove that
+        folder.unlink(name)
+        return
+    with inner:
+        for entry, kind in inner.names():
+            if kind == "dir":
+                _remove_tree(inner, entry)
+            else:
+                with suppress(FileNotFoundError):
+                    inner.unlink(entry)
+    folder.remove_dir(name)
 
 
 def _open_regular(

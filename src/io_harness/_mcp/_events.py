@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 __all__ = ["McpEvent", "McpEventKind"]
 
-McpEventKind = Literal["start", "handshake", "list", "call", "restart", "net", "close"]
+McpEventKind = Literal["start", "handshake", "list", "call", "restart", "net", "undone", "close"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +31,8 @@ class McpEvent:
       ``ok``), or will not be (``ok`` false).
     - ``net``: a sandboxed server asked its proxy for a connection (``target``
       ``host:port``, ``allowed``: the run's policy let it through).
+    - ``undone``: a sandboxed server, once stopped, had changed files that run code
+      later (``undone``: what the harness undid, one line each).
     - ``close``: its session ended (``seconds``; ``error`` when closing failed).
     """
 

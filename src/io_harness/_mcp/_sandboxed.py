@@ -11,7 +11,7 @@ allowed outright), whatever the sandbox's ``network`` says for commands.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,10 +22,12 @@ if TYPE_CHECKING:
     from io_harness.sandbox import NetCheck, Sandbox
     from io_harness.sandbox._spawn import Service
 
-__all__ = ["NetSeen", "ServerSandbox"]
+__all__ = ["NetSeen", "ServerSandbox", "UndoneSeen"]
 
 NetSeen = Callable[[str, bool], None]
 """Told of each connection a sandboxed server asked for: ``host:port`` and whether it went."""
+UndoneSeen = Callable[[Sequence[str]], None]
+"""Told, once a sandboxed server has stopped, what it did to files that run code later."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +60,11 @@ class ServerSandbox:
         return None
 
     @contextlib.asynccontextmanager
-    async def service(self, server: McpServer, seen: NetSeen) -> AsyncIterator[Service]:
-        """The contained command line of ``server``, for as long as the block lasts."""
+    async def service(
+        self, server: McpServer, seen: NetSeen, undone: UndoneSeen | None = None
+    ) -> AsyncIterator[Service]:
+        """The contained command line of ``server``, for as long as the block lasts; once it
+        ends, ``undone`` is told what the server had done to files that run code later."""
         from io_harness.sandbox._proxy import net_target
         from io_harness.sandbox._spawn import ContainedSandbox
 
@@ -84,6 +89,8 @@ class ServerSandbox:
             net_check=check,
         ) as service:
             yield service
+        if service.undone and undone is not None:
+            undone(service.undone)
 
 
 def _named_folders(argv: list[str], cwd: Path | None) -> list[Path]:

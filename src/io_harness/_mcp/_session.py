@@ -86,6 +86,9 @@ class _Server:
     def _net_seen(self, target: str, allowed: bool) -> None:
         self._emit("net", target=target, allowed=allowed)
 
+    def _undone_seen(self, undone: Sequence[str]) -> None:
+        self._emit("undone", undone=list(undone))
+
     async def start(self, reason: str = "start") -> None:
         """Start (or restart) the server and list its tools.
 
@@ -94,7 +97,7 @@ class _Server:
         """
         contain = None
         if self._sandbox is not None:
-            contain = partial(self._sandbox.service, self.config, self._net_seen)
+            contain = partial(self._sandbox.service, self.config, self._net_seen, self._undone_seen)
         conn = Connection(self.config, self._announce, contain)
         self._connections.append(conn)
         target = {"transport": self.config.transport, "target": self.config.target()}

@@ -111,6 +111,7 @@ def _seccomp(path: str) -> None:
 
 _CLONE_NEWNS, _CLONE_NEWUSER = 0x00020000, 0x10000000
 _MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x1000, 0x4000, 0x40000
+_MS_RDONLY, _MS_REMOUNT = 0x1, 0x20
 _SYS_OPEN_TREE, _SYS_MOVE_MOUNT, _SYS_MOUNT_SETATTR = 428, 429, 442  # the same everywhere
 _OPEN_TREE_CLONE, _AT_RECURSIVE, _AT_EMPTY_PATH = 1, 0x8000, 0x1000
 _MOVE_MOUNT_F_EMPTY_PATH = 0x4
@@ -145,7 +146,12 @@ def _open_to_others(path: str) -> bool:
 
 
 def lend_to(
-    uid: int, gid: int, writable: list[str], needed: list[str], masked: list[str] | None = None
+    uid: int,
+    gid: int,
+    writable: list[str],
+    needed: list[str],
+    masked: list[str] | None = None,
+    kept: list[str] | None = None,
 ) -> None:
     """Let ``uid``/``gid`` write ``writable`` and reach ``needed`` (Linux, as root).
 
@@ -156,8 +162,11 @@ def lend_to(
     not enter on the way to a path of either list is covered by an empty one, into
     which the next component on the way is mounted back, so the rest stays hidden;
     a path of ``needed`` others may not enter is idmapped like one to write.
-    Each path of ``masked`` that is there (a host daemon's socket) is covered by
-    ``/dev/null``, so connecting to it fails.
+    Each path of ``masked`` that is there (a host daemon's socket, the harness's
+    store) is covered: a file by ``/dev/null``, so connecting to it or reading it
+    fails, a folder by an empty one. Each path of ``kept`` (what runs code
+    later) is bound onto itself read-only, after the lending, so it can be
+    neither changed nor moved.
     The process then changes to ``uid`` itself (the launcher does that).
     """
     libc = _libc()
@@ -203,8 +212,21 @@ def lend_to(
         )
         _call(moved, f"mounting {place}")
         os.close(tree)
-    for path in masked or ():
+    _cover_and_keep(libc, masked or [], kept or [])
+
+
+def _cover_and_keep(libc: ctypes.CDLL, masked: list[str], kept: list[str]) -> None:
+    """Cover each path of ``masked`` that is there; bind each of ``kept`` read-only."""
+    for path in kept:
         if os.path.lexists(path):
+            _call(libc.mount(path.encode(), path.encode(), None, _MS_BIND | _MS_REC, None), path)
+            flags = _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV
+            _call(libc.mount(b"none", path.encode(), None, flags, None), f"keeping {path}")
+    for path in masked:
+        if os.path.isdir(path) and not os.path.islink(path):
+            cover = libc.mount(b"tmpfs", path.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, b"")
+            _call(cover, f"covering {path}")
+        elif os.path.lexists(path):
             _call(libc.mount(b"/dev/null", path.encode(), None, _MS_BIND, None), f"masking {path}")
 
 

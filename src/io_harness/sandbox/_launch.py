@@ -52,17 +52,18 @@ def launch_args(
     lend: list[str] | None = None,
     need: list[str] | None = None,
     mask: list[str] | None = None,
+    keep: list[str] | None = None,
     code: str | None = None,
 ) -> list[str]:
     """The launcher's arguments: join ``cgroups``, set ``rlimits``, become ``uid``/``gid``,
     allow writes only beneath ``landlock`` (when given), load ``seccomp``, enter ``cwd``,
     open each file of ``fds`` read-only at its descriptor, then execute ``argv`` (its
     program an absolute path). Before becoming ``uid``, as root, it lends that uid the
-    paths of ``lend`` to write, makes those of ``need`` reachable and covers those of
-    ``mask`` (``lend_to`` in ``_confine.py``, loaded from ``code`` when given: its
-    compiled code, marshalled). With ``parent`` (the harness's pid), a
-    guard outlives the exec and ends the command's tree, and removes ``scratch``, if
-    ``parent`` dies.
+    paths of ``lend`` to write, makes those of ``need`` reachable, covers those of
+    ``mask`` and binds those of ``keep`` read-only (``lend_to`` in ``_confine.py``,
+    loaded from ``code`` when given: its compiled code, marshalled). With ``parent``
+    (the harness's pid), a guard outlives the exec and ends the command's tree, and
+    removes ``scratch``, if ``parent`` dies.
 
     The files are opened by the launcher, not passed in, so the whole line is a
     plain command any spawner can start (the MCP SDK's, for a sandboxed server)."""
@@ -83,6 +84,8 @@ def launch_args(
         args += ["--need", path]
     for path in mask or ():
         args += ["--mask", path]
+    for path in keep or ():
+        args += ["--keep", path]
     if code is not None:
         args += ["--code", code]
     if landlock is not None:
@@ -249,6 +252,7 @@ class _Steps:
         self.lend: list[str] = []
         self.need: list[str] = []
         self.mask: list[str] = []
+        self.keep: list[str] = []
         self.code: str | None = None
         while args and args[0] != "--":
             option, args = args[0], args[1:]
@@ -289,6 +293,8 @@ class _Steps:
             self.need.append(value)
         elif option == "--mask":
             self.mask.append(value)
+        elif option == "--keep":
+            self.keep.append(value)
         elif option == "--code":
             self.code = value
         else:
@@ -308,7 +314,7 @@ class _Steps:
         module = _load_confine(self.code) if confining or lending else None
         if module is not None and lending:
             try:
-                module.lend_to(self.uid, self.gid, self.lend, self.need, self.mask)
+                module.lend_to(self.uid, self.gid, self.lend, self.need, self.mask, self.keep)
             except module.ConfineError as exc:
                 _fail(str(exc))
         # Opened before the uid changes too: the files may be root's alone.

@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from io_harness.policy._mandatory import RUNS_CODE_LATER
 from io_harness.sandbox._disk import PrivateTmpfs
 from io_harness.sandbox._launch import launch_args
 from io_harness.sandbox._spawn import LAUNCHER, Command, ContainedSandbox, Wrapping, confine_code
@@ -95,6 +94,7 @@ class BubblewrapSandbox(ContainedSandbox):
     backend_name = "bubblewrap"
     needs_seccomp = True
     denies_network = True
+    hides_paths = True
     helper_processes = 2  # bwrap outside, and its init in the new pid namespace
     disk_cap = (
         "metered: workdir, scratch, writable folders, /tmp (a tmpfs of its size); killed past it"
@@ -143,12 +143,18 @@ class BubblewrapSandbox(ContainedSandbox):
             args += ["--ro-bind", str(path), str(path)]
         workdir = "--ro-bind" if command.mode == "read_only" else "--bind"
         args += [workdir, str(command.workdir), str(command.workdir)]
-        for path in runs_code_later(command.workdir) if command.mode != "read_only" else ():
-            args += ["--ro-bind", str(path), str(path)]  # over the writable workdir
         for socket in host_unix_sockets(command):
             args += ["--ro-bind", "/dev/null", str(socket)]  # connect() there now fails
         for path in (*command.writable, command.scratch):
             args += ["--bind", str(path), str(path)]
+        # Over the writable folders: what runs code later, read-only (a mount point cannot
+        # be moved or removed either), and the harness's own files, covered.
+        for path in command.shield.kept:
+            args += ["--ro-bind", str(path), str(path)]
+        for path in command.shield.hidden:
+            args += (
+                ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+            )
         args += ["--seccomp", str(SECCOMP_FD), "--chdir", str(command.cwd), "--"]
         bwrap = shutil.which("bwrap") or "/usr/bin/bwrap"
         return Wrapping(
@@ -197,6 +203,8 @@ def _as_nobody(command: Command, *programs: str, masks_sockets: bool = False) ->
     may enter (a program under ``/root``), hiding the rest of that one; a wrapper
     that ``masks_sockets`` itself (bubblewrap) is spared the launcher's masking of
     the host's listening sockets. Then it becomes ``nobody`` and executes the rest.
+    The same namespace covers the harness's own files (``mask``) and binds each entry
+    that runs code later read-only (``keep``).
     """
     path = os.environ.get("PATH", os.defpath).split(os.pathsep)
     need = [command.workdir, command.cwd, *command.readable, *(Path(p) for p in path if p)]
@@ -205,10 +213,15 @@ def _as_nobody(command: Command, *programs: str, masks_sockets: bool = False) ->
     sockets = [Path(p) for p in command.config.allow_unix_sockets if Path(p).exists()]
     lend = [*command.writable_paths(), *sockets]
     masked = [] if masks_sockets else host_unix_sockets(command, private=())
+    # The launcher covers the harness's own files and binds what runs code later read-only
+    # in its mount namespace, which every wrapper's (bubblewrap's, unshare's) starts from.
+    masked += command.shield.hidden
+    kept = command.shield.kept
     return {
         "uid": NOBODY,
         "gid": NOBODY,
         "mask": [str(p) for p in masked],
+        "keep": [str(p) for p in kept],
         "lend": [str(p) for p in lend],
         "need": sorted({str(p) for p in need if p.exists()} - {str(p) for p in lend}),
     }
@@ -232,14 +245,6 @@ def _hidden_by_private_folders(command: Command) -> list[Path]:
         if any(path.is_relative_to(folder) and path != folder for folder in _PRIVATE)
         and path.exists()
     )
-
-
-def runs_code_later(workdir: Path) -> list[Path]:
-    """The files that run code on the host later (the policy's :data:`RUNS_CODE_LATER`)
-    that exist at the top of ``workdir``: a command may not change them (bubblewrap binds
-    each read-only), as the agent's own writes may not."""
-    found = [workdir / entry for entry in RUNS_CODE_LATER]
-    return [path for path in found if path.exists() and not path.is_symlink()]
 
 
 def host_unix_sockets(command: Command, private: tuple[Path, ...] = _PRIVATE) -> list[Path]:
@@ -293,6 +298,8 @@ class LandlockSandbox(ContainedSandbox):
     denies_network = True
     # As root the launcher forks once, briefly, for the user namespace of its idmaps.
     helper_processes = 1 if _as_root() else 0
+    # As root the launcher's own mount namespace covers and binds (see _as_nobody).
+    hides_paths = _as_root()
 
     @staticmethod
     def available() -> tuple[bool, str]:
@@ -318,6 +325,7 @@ class NamespacesSandbox(ContainedSandbox):
     needs_seccomp = True
     denies_network = True
     helper_processes = 2  # unshare, and the launcher staying as the namespace's init
+    hides_paths = _as_root()  # the outer launcher's mount namespace, as for Landlock
 
     @staticmethod
     @functools.cache

@@ -39,6 +39,7 @@ from io_harness.errors import SandboxError
 from io_harness.sandbox._cgroups import CommandCgroups
 from io_harness.sandbox._disk import DiskMeter, PrivateTmpfs, TmpfsReader
 from io_harness.sandbox._launch import launch_args
+from io_harness.sandbox._shield import Shield
 from io_harness.sandbox._types import (
     Cap,
     NetCheck,
@@ -90,6 +91,9 @@ class Command:
     """Where the command starts: the workdir, unless a service names another folder."""
     limits: SandboxLimits
     """The caps it runs under (a run's own, which may differ from ``config.limits``)."""
+    shield: Shield = field(default_factory=Shield)
+    """What it may neither change nor see: entries that run code later, the harness's own
+    files (:mod:`._shield`)."""
 
     def writable_paths(self) -> list[Path]:
         """Every folder the command may write, by its mode."""
@@ -129,6 +133,9 @@ class Service:
     cwd: Path
     """The folder to start the launcher in (it enters the command's own folder itself)."""
     backend: str
+    undone: list[str] = field(default_factory=list)
+    """Once the block has ended: what the command did to files that run code later, undone
+    (:meth:`~io_harness.sandbox._code_later.CodeLater.undo`)."""
 
 
 _CONFINING_STEPS = {"landlock", "seccomp", "lend", "need", "mask"}
@@ -148,6 +155,17 @@ def confine_code(command: Command) -> str:
     if not code.exists():
         code.write_bytes(_confine_compiled())
     return str(code)
+
+
+def _undone(outcome: SandboxOutcome, shield: Shield) -> SandboxOutcome:
+    """``outcome`` with what the command did to files that run code later undone and said
+    (an ``undone`` event before the last, ``destroy``)."""
+    undone = shield.undo()
+    if not undone:
+        return outcome
+    *before, destroyed = outcome.events
+    said = SandboxEvent("undone", outcome.backend, {"undone": list(undone)})
+    return dataclasses.replace(outcome, undone=undone, events=(*before, said, destroyed))
 
 
 @functools.cache
@@ -232,6 +250,9 @@ class ContainedSandbox(abc.ABC):
     """Processes the wrapper itself keeps in the command's groups (not counted by the cap)."""
     disk_cap = "metered: workdir, scratch, writable folders; killed past it"
     """How this backend holds the disk cap, for ``ioh doctor``."""
+    hides_paths = False
+    """Whether this backend can cover a path for a command (the harness's store) and bind
+    one read-only (an entry that runs code later); see :mod:`._shield`."""
 
     def __init__(self, config: SandboxConfig | None = None) -> None:
         self._config = config or SandboxConfig()
@@ -283,7 +304,8 @@ class ContainedSandbox(abc.ABC):
             command, run_env = prepared
             cgroups = self._cgroups(limits)
             if command.proxy_socket is None:
-                return await self._launch(command, run_env, limits, cgroups, stdin, events)
+                outcome = await self._launch(command, run_env, limits, cgroups, stdin, events)
+                return _undone(outcome, command.shield)
             async with self._proxy(command, run_env, net_check) as proxy:
                 outcome = await self._launch(command, run_env, limits, cgroups, stdin, events)
             decisions = tuple(
@@ -295,7 +317,8 @@ class ContainedSandbox(abc.ABC):
                 for d in proxy.decisions
             )
             *before, destroyed = outcome.events
-            return dataclasses.replace(outcome, events=(*before, *decisions, destroyed))
+            outcome = dataclasses.replace(outcome, events=(*before, *decisions, destroyed))
+            return _undone(outcome, command.shield)
         finally:
             if cgroups is not None and not cgroups.released:
                 await in_thread(cgroups.release)
@@ -332,6 +355,8 @@ class ContainedSandbox(abc.ABC):
         config = config or self._config
         scratch = _scratch("service")
         cgroups: CommandCgroups | None = None
+        prepared: tuple[Command, dict[str, str]] | str = "not prepared"
+        undone: list[str] = []
         try:
             prepared = self._prepare(
                 argv, workdir, cwd, scratch, env, config.mode, readable, (), config, config.limits
@@ -341,20 +366,25 @@ class ContainedSandbox(abc.ABC):
             command, service_env = prepared
             cgroups = self._cgroups(config.limits)
             spec, _ = self._spec(command, config.limits, cgroups)
+            service = Service(
+                argv=(sys.executable, "-I", "-S", "-B", str(LAUNCHER), *spec),
+                env=service_env,
+                cwd=scratch,
+                backend=self.name,
+                undone=undone,
+            )
             async with contextlib.AsyncExitStack() as stack:
                 if command.proxy_socket is not None:
                     await stack.enter_async_context(self._proxy(command, service_env, net_check))
-                yield Service(
-                    argv=(sys.executable, "-I", "-S", "-B", str(LAUNCHER), *spec),
-                    env=service_env,
-                    cwd=scratch,
-                    backend=self.name,
-                )
+                yield service
         finally:
             if cgroups is not None and not cgroups.released:
                 cgroups.kill()
                 await in_thread(cgroups.release)
             shutil.rmtree(scratch, ignore_errors=True)
+            if not isinstance(prepared, str):
+                # Dead by now: what it left in files that run code later is undone.
+                undone.extend(prepared[0].shield.undo())
 
     def _prepare(
         self,
@@ -379,6 +409,17 @@ class ContainedSandbox(abc.ABC):
         program = _resolve_program(argv, start_in, run_env["PATH"])
         if program is None:
             return f"{argv[0]}: not found"
+        writes = [Path(p).resolve() for p in writable]
+        if mode == "workspace_write":
+            writes.insert(0, workdir)
+        shield = Shield.around(writes) if mode != "full_access" else Shield()
+        exposed = shield.exposed(writes)
+        if exposed and not self.hides_paths:
+            return (
+                f"the harness's store ({exposed[0]}) lies in a folder the command may write, "
+                f"and the {self.name} sandbox cannot hide it: keep the store outside the "
+                "workspace, or use a sandbox that can (bubblewrap)"
+            )
         command = Command(
             argv=(program, *argv[1:]),
             workdir=workdir,
@@ -391,6 +432,7 @@ class ContainedSandbox(abc.ABC):
             proxy_socket=scratch / "proxy.sock" if config.network == "allow_list" else None,
             cwd=start_in,
             limits=limits,
+            shield=shield,
         )
         return command, run_env
 

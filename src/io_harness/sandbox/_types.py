@@ -126,10 +126,11 @@ class SandboxEvent:
     """One row of a run's ``sandbox_events``.
 
     ``create`` (backend, mode, limits), ``exec`` (argv, duration), ``cap_hit``
-    (which cap), ``net`` (a proxied connection and the decision on it), ``destroy``.
+    (which cap), ``net`` (a proxied connection and the decision on it), ``undone``
+    (what the command did to files that run code later, undone), ``destroy``.
     """
 
-    kind: Literal["create", "exec", "cap_hit", "net", "destroy"]
+    kind: Literal["create", "exec", "cap_hit", "net", "undone", "destroy"]
     backend: str
     detail: Mapping[str, Any] = field(default_factory=dict)
     at: float = field(default_factory=time.time)
@@ -175,6 +176,9 @@ class SandboxOutcome:
     written_bytes: int | None = None
     """With ``cap_hit="disk"``: what the command's writes had added when the disk cap's
     meter found it past the cap (at least that much); otherwise ``None``."""
+    undone: tuple[str, ...] = ()
+    """What the command did to files that run code later (a new ``.bashrc``, a changed
+    hook), each undone after it ended: one line each."""
 
     @property
     def timed_out(self) -> bool:

@@ -121,6 +121,11 @@ def exec_observation(outcome: SandboxOutcome) -> str:
     lines = [outcome.summary, f"$ {shlex.join(outcome.argv)}"]
     if outcome.cap_hit is not None:
         lines.append(_cap_note(outcome))
+    if outcome.undone:
+        lines.append(
+            "[the command changed files that git, a shell or an editor would run later; the "
+            "harness undid it: " + "; ".join(outcome.undone) + "]"
+        )
     if outcome.truncated and outcome.cap_hit != "output":
         lines.append("[the sandbox kept only part of the output; the cut is marked in it]")
     for name, text in (("stdout", outcome.stdout), ("stderr", outcome.stderr)):

@@ -85,6 +85,8 @@ def process_report(outcome: SandboxOutcome, argv: Sequence[str] | None = None) -
         parts.append(outcome.stdout.rstrip())
     if outcome.stderr.strip():
         parts.append("[stderr]\n" + outcome.stderr.rstrip())
+    if outcome.undone:
+        parts.append("[undone by the harness: " + "; ".join(outcome.undone) + "]")
     return "\n".join(parts)
 
 
