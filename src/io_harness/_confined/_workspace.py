@@ -144,7 +144,9 @@ class Workspace:
 
     # --- walking down ----------------------------------------------------------------
 
-    def _open_root(self) -> Folder:
+    def _open_root(self, *, create: bool = False) -> Folder:
+        """The root, opened; with ``create``, made first if it is missing (the caller named
+        it, so its path is trusted; one reached through another workspace is walked)."""
         if self._within is not None:
             outer, parts = self._within
             folder = outer._descend(parts, "/".join(parts))
@@ -154,7 +156,10 @@ class Workspace:
         try:
             return Folder.open_root(self.root)
         except FileNotFoundError:
-            raise PathMissing(f"{self.called} ({self.root}) does not exist") from None
+            if not create:
+                raise PathMissing(f"{self.called} ({self.root}) does not exist") from None
+        self.root.mkdir(parents=True, exist_ok=True)
+        return Folder.open_root(self.root)
 
     def _descend(
         self, parts: tuple[str, ...], given: str, *, create: bool = False
@@ -163,7 +168,7 @@ class Workspace:
 
         With ``create``, missing folders are made on the way (never through a symlink).
         """
-        folder = self._open_root()
+        folder = self._open_root(create=create)
         try:
             for depth, name in enumerate(parts):
                 inner = self._enter(folder, name, parts[: depth + 1], given, create=create)

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import Field
 
-from io_harness._confined import PARTIAL_SUFFIX, Workspace
+from io_harness._confined import PARTIAL_SUFFIX, PathMissing, Workspace
 from io_harness.policy._gate import Access
 from io_harness.policy._rules import Act
 from io_harness.tools._base import Args, HarnessTool, ToolOutcome
@@ -100,7 +100,11 @@ class TheFile:
 
     def remove_partial_writes(self) -> None:
         """Delete the temporary files of this file's writes that a crash interrupted."""
-        for entry in self.folder.entries():
+        try:
+            entries = self.folder.entries()
+        except PathMissing:
+            return  # no folder yet, so no write of it was cut short
+        for entry in entries:
             if entry.name.startswith(f".{self.name}.") and entry.name.endswith(PARTIAL_SUFFIX):
                 self.folder.unlink(entry.name)
 
