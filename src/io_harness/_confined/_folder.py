@@ -53,14 +53,20 @@ class Listed:
 
 @dataclass(slots=True)
 class Folder:
-    """A folder held open; ``path`` is where it was opened, for messages and Windows.
+    """A folder held open; ``path`` is where it was opened, for messages and Windows (a
+    string: a walk opens thousands, and a ``Path`` costs more to make than the open).
 
     Close it (or use it as a context manager): it owns its descriptor.
     """
 
-    path: Path
+    path: str
     fd: int | None = None
     _closed: bool = field(default=False, repr=False)
+
+    @property
+    def location(self) -> Path:
+        """Where the folder was opened, as a path (for messages)."""
+        return Path(self.path)
 
     @classmethod
     def open_root(cls, path: Path) -> Folder:
@@ -68,8 +74,8 @@ class Folder:
         if not DESCRIPTORS:
             if not path.is_dir():
                 raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(path))
-            return cls(path)
-        return cls(path, os.open(path, os.O_RDONLY | _DIRECTORY | _CLOEXEC))
+            return cls(str(path))
+        return cls(str(path), os.open(path, os.O_RDONLY | _DIRECTORY | _CLOEXEC))
 
     def close(self) -> None:
         """Let go of the descriptor (twice is harmless)."""
@@ -89,7 +95,7 @@ class Folder:
         self.close()
 
     def _at(self, name: str) -> str:
-        return name if DESCRIPTORS else str(self.path / name)
+        return name if DESCRIPTORS else os.path.join(self.path, name)
 
     def lstat(self, name: str) -> os.stat_result | None:
         """What ``name`` is now, a symlink itself rather than its target; ``None``: nothing."""
@@ -111,11 +117,12 @@ class Folder:
         A symlink there is ``ENOTDIR``: it is never followed.
         """
         if DESCRIPTORS:
-            return Folder(self.path / name, os.open(name, DIR_FLAGS, dir_fd=self.fd))
-        info = os.lstat(self.path / name)
+            return Folder(f"{self.path}/{name}", os.open(name, DIR_FLAGS, dir_fd=self.fd))
+        path = os.path.join(self.path, name)
+        info = os.lstat(path)
         if not stat.S_ISDIR(info.st_mode) or _is_link(info):
-            raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(self.path / name))
-        return Folder(self.path / name)
+            raise NotADirectoryError(errno.ENOTDIR, "not a folder", path)
+        return Folder(path)
 
     def make_dir(self, name: str, mode: int = 0o777) -> None:
         """Create the folder ``name`` (less the umask); ``FileExistsError`` if anything is there."""
@@ -126,7 +133,7 @@ class Folder:
         if not DESCRIPTORS:
             info = self.lstat(name)
             if info is not None and _is_link(info):
-                raise OSError(errno.ELOOP, "a symlink", str(self.path / name))
+                raise OSError(errno.ELOOP, "a symlink", os.path.join(self.path, name))
         return os.open(self._at(name), flags, mode, dir_fd=self.fd)
 
     def rename(self, name: str, new_name: str) -> None:

@@ -72,5 +72,8 @@ def same_name(name: str) -> str:
     Windows drops trailing dots and spaces and answers to a short ``GIT~1``:
     two names with one ``same_name`` may be one file there.
     """
-    folded = unicodedata.normalize("NFC", _IGNORED.sub("", name)).casefold().rstrip(". ")
+    if name.isascii():  # the common case, and no ignored character is ASCII
+        folded = name.lower().rstrip(". ")
+    else:
+        folded = unicodedata.normalize("NFC", _IGNORED.sub("", name)).casefold().rstrip(". ")
     return _SHORT_NAMES.get(folded, folded)

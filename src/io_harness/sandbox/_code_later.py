@@ -27,8 +27,8 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from io_harness._confined import SKIPPED_DIRS, Folder, PathRefused, Workspace
-from io_harness.policy._mandatory import protected_entry
+from io_harness._confined import SKIPPED_DIRS, Folder, PathRefused, Workspace, same_name
+from io_harness.policy._mandatory import RUNS_CODE_LATER
 
 __all__ = ["CodeLater"]
 
@@ -39,6 +39,13 @@ _GIT_CODE_FOLDERS = frozenset({"hooks", "info"})
 _GIT_DATA = frozenset({"objects", "refs", "logs", "lfs"})
 """Folders of a ``.git`` folder that hold data, not code: not kept (they can be huge)."""
 _KEPT_BYTES = 1024 * 1024
+_NAMED = frozenset(entry for entry in RUNS_CODE_LATER if "/" not in entry)
+"""Entries that are one name (``.git``, ``.bashrc``), wherever they lie."""
+_INSIDE: dict[str, frozenset[str]] = {
+    folder: frozenset(e.split("/")[1] for e in RUNS_CODE_LATER if e.startswith(folder + "/"))
+    for folder in {e.split("/")[0] for e in RUNS_CODE_LATER if "/" in e}
+}
+"""Entries that are a name in a folder of a name (``.vscode/tasks.json``), by the folder."""
 """The most of one file kept to put back; a larger one is kept by its size and identity."""
 
 FileState = tuple[int, bytes | None]
@@ -111,11 +118,13 @@ class CodeLater:
             names = folder.names()
         except OSError:
             return
+        inside = _INSIDE.get(same_name(prefix[-1]), frozenset()) if prefix else frozenset()
         for name, kind in names:
             rel = "/".join((*prefix, name))
-            if protected_entry(rel) is not None and (
-                not prefix or protected_entry("/".join(prefix)) is None
-            ):
+            folded = same_name(name)
+            # The names compared as the policy compares them (protected_entry), one at a
+            # time: a scan meets every folder of the workspace.
+            if folded in _NAMED or folded in inside:
                 entry = self._entry(folder, name, rel, kind)
                 if entry is not None:
                     found[rel] = entry

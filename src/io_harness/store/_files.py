@@ -85,7 +85,7 @@ def store_folder(path: Path, *, create: bool) -> Folder:
     try:
         while pending:
             name = pending.pop(0)
-            here = folder.path / name
+            here = folder.location / name
             info = folder.lstat(name)
             if info is None and create:
                 with contextlib.suppress(FileExistsError):  # made meanwhile: look again
@@ -140,7 +140,7 @@ def open_private_folder(
     """The folder ``name`` in ``parent``: made ``0700`` (and given to ``owner``, when one is
     named) if missing and ``create``, else ``FileNotFoundError``; tightened if the harness's
     user owns it. A symlink or a file there is a :class:`StorageError`."""
-    here = parent.path / name
+    here = parent.location / name
     try:
         made = False
         if create:
@@ -180,7 +180,7 @@ def open_private_file(folder: Folder, name: str, flags: int, owner: Owner | None
     (``os.O_RDWR``, say): made ``0600`` (and given to ``owner``, when one is named) if
     missing, tightened if the harness's user owns it; a symlink there is a
     :class:`StorageError`."""
-    here = folder.path / name
+    here = folder.location / name
     try:
         for _ in range(3):  # a file removed between the two opens is made again
             with contextlib.suppress(FileExistsError):
@@ -204,7 +204,7 @@ def open_existing_file(folder: Folder, name: str, flags: int) -> int:
     """A descriptor of the regular file ``name`` in ``folder``, tightened if the harness's
     user owns it; ``FileNotFoundError`` if there is none, a :class:`StorageError` if a
     symlink or something other than a file is there."""
-    here = folder.path / name
+    here = folder.location / name
     try:
         fd = folder.open_file(name, flags | _OPEN)
     except OSError as exc:
@@ -230,7 +230,7 @@ def check_companions(folder: Folder, database: str) -> None:
         except FileNotFoundError:
             continue
         except OSError as exc:
-            here = folder.path / (database + suffix)
+            here = folder.location / (database + suffix)
             raise StorageError(f"cannot open {here}: {_reason(exc)}") from None
 
 

@@ -47,7 +47,7 @@ class FileLeases:
         self._folder: Folder | None = store_folder
         self._name = name
         self._owner = owner
-        self._path = store_folder.path / name
+        self._path = store_folder.location / name
 
     @property
     def _store_folder(self) -> Folder:
