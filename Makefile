@@ -36,11 +36,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests bench examples
 	$(BIN)/ruff format --check src tests bench examples
 
-# The second command checks the code that runs on Windows (the Job Object's ctypes part)
-# as Windows code: mypy skips `sys.platform == "win32"` branches on other platforms.
+# The second command checks the code that runs on Windows (the Job Object's ctypes part,
+# the confined folder's path-based half) as Windows code: mypy skips `sys.platform == "win32"` branches on other platforms.
 # Only the named modules are reported; the first command checks what they import.
 WIN32_MODULES := src/io_harness/_process.py src/io_harness/sandbox/_jobobject.py \
-	src/io_harness/sandbox/_jobobject_ctypes.py
+	src/io_harness/sandbox/_jobobject_ctypes.py src/io_harness/_confined/_folder.py
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict src

@@ -59,9 +59,16 @@ def read_config_text(path: Path, what: str) -> str:
     ``what`` begins the message, e.g. ``"cassette run.jsonl"``.
     """
     try:
-        return path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{what}: cannot read {path}: {exc.strerror or exc}") from None
+    return config_text(data, path, what)
+
+
+def config_text(data: bytes, path: Path, what: str) -> str:
+    """The UTF-8 text of the bytes read from ``path``; a ConfigError naming it if not text."""
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(
             f"{what}: {path} is not UTF-8 text (bad byte at offset {exc.start})"

@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from io_harness._confined import PathRefused, Workspace
 from io_harness._roles._file import name_problem
+from io_harness._validation import config_text
 from io_harness.errors import ConfigError
 from io_harness.messages import Message, ToolSpec
 from io_harness.tools._skills import _frontmatter  # the skills' parser: one frontmatter dialect
@@ -223,12 +224,7 @@ class _Committed:
             raise ConfigError(f"{shown}: {exc.strerror or exc}") from None
         if data is None:
             return None
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ConfigError(
-                f"{shown} is not UTF-8 text (bad byte at offset {exc.start})"
-            ) from None
+        return config_text(data, self.workspace.root / rel, f"tool {name!r}: {what} file")
 
 
 def _schema(text: str, path: Path, name: str) -> dict[str, Any]:

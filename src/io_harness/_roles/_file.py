@@ -26,7 +26,7 @@ from pydantic import AfterValidator, ConfigDict, Field, ValidationError, field_v
 
 from io_harness._compaction import Compaction
 from io_harness._confined import PathRefused, Workspace
-from io_harness._validation import CheckedModel, loading, read_toml
+from io_harness._validation import CheckedModel, config_text, loading, read_toml
 from io_harness.errors import ConfigError
 from io_harness.providers._presets import SPEC_FORMS
 from io_harness.tools._names import TOOL_NAME
@@ -223,12 +223,7 @@ def _prompt_text(folder: Path, prompt: str, shown: str) -> str:
         ) from None
     if data is None:
         raise ConfigError(f"{shown}: cannot read {folder / prompt}: No such file or directory")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"{shown}: {folder / prompt} is not UTF-8 text (bad byte at offset {exc.start})"
-        ) from None
+    return config_text(data, folder / prompt, shown)
 
 
 def _described(exc: ValidationError, key: str) -> str:
