@@ -105,7 +105,7 @@ class Workspace:
             self._within = (within, parts) if parts else None
         self._private = frozenset(
             tuple(same_name(part) for part in place.relative_to(self.root).parts)
-            for place in (Path(os.path.abspath(path)) for path in private)
+            for place in (Path(os.path.realpath(path)) for path in private)
             if place.is_relative_to(self.root) and place != self.root
         )
         """The harness's own files in the folder (its store), by their parts: no act and no
@@ -121,10 +121,6 @@ class Workspace:
         the file.
         """
         return _shown(parts_of(path, self.called))
-
-    def location(self, path: str) -> Path:
-        """Where ``path`` lies on the host, for messages and the sandbox; never opened here."""
-        return self.root.joinpath(*parts_of(path, self.called))
 
     def _private_part(self, parts: tuple[str, ...]) -> bool:
         """Whether ``parts`` is, or lies in, one of the harness's own files."""

@@ -32,7 +32,7 @@ _PRIVATE: contextvars.ContextVar[tuple[Path, ...]] = contextvars.ContextVar(
 @contextmanager
 def keeping_private(paths: Sequence[Path]) -> Iterator[None]:
     """Within the block (a run, and the tasks it starts), no command reaches ``paths``."""
-    token = _PRIVATE.set(tuple(Path(os.path.abspath(p)) for p in paths))
+    token = _PRIVATE.set(tuple(Path(os.path.realpath(p)) for p in paths))
     try:
         yield
     finally:
