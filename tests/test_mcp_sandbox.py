@@ -262,3 +262,24 @@ def test_a_contracts_sandboxed_server_is_listed_and_run_through_the_cli(
     assert (tmp_path / "work" / "done.txt").read_text() == "done"
     assert main(["run", str(toml), *store, "--no-sandbox", "--provider", f"replay:{cassette}"]) == 2
     assert "the run has no sandbox (NO_SANDBOX)" in capsys.readouterr().err
+
+
+async def test_what_a_contained_server_left_in_files_that_run_code_later_is_undone_and_said(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    host = ServerSandbox(select(SandboxConfig()), work)
+
+    async with await McpSessions.open([contained()], sandbox=host) as sessions:
+        box = RunTools(sessions.tools())
+        planted = await call_tool(box, "mcp__box__write", path=str(work / ".envrc"), text="x")
+        kept = await call_tool(box, "mcp__box__write", path=str(work / "notes.txt"), text="x")
+        assert planted.content == kept.content == "wrote"
+        assert (work / ".envrc").exists()  # a long-lived server is checked when it stops
+    events = sessions.take_events()
+
+    assert not (work / ".envrc").exists()
+    assert (work / "notes.txt").read_text() == "x"
+    (undone,) = [e for e in events if e.kind == "undone"]
+    assert undone.detail["undone"] == [".envrc (made by the command): removed"]
