@@ -33,7 +33,8 @@ from io_harness import (
 )
 from io_harness.testing import ScriptedProvider, call, reply
 from io_harness.tools import RunTools, ToolOutcome, Workspace, workspace_tools
-from io_harness.tools._skills import ReadSkillTool, discover_skills
+from io_harness.tools._read_skill import ReadSkillTool
+from io_harness.tools._skills import discover_skills
 from io_harness.verify import Subject
 
 pytestmark = pytest.mark.skipif(

@@ -16,11 +16,11 @@ from io_harness import ConfigError, Policy, ToolCall
 from io_harness.policy._gate import Gate
 from io_harness.tools import RunTools, ToolOutcome
 from io_harness.tools._gated import Deferral
+from io_harness.tools._read_skill import ReadSkillTool
 from io_harness.tools._skills import (
     DESCRIPTION_CHARS,
     MAX_SKILLS,
     SHIPPED_FILES_SHOWN,
-    ReadSkillTool,
     Skill,
     discover_skills,
     skills_catalogue,

@@ -6,6 +6,7 @@ from the folder's own descriptor, never through a symlink, so what is opened
 is what was checked (:class:`Workspace`).
 """
 
+from io_harness._confined._acts import PARTIAL_SUFFIX, PathMissing, Walked, WriteVerb
 from io_harness._confined._folder import Folder, Listed
 from io_harness._confined._names import (
     MEMORY_PREFIX,
@@ -14,14 +15,7 @@ from io_harness._confined._names import (
     parts_of,
     same_name,
 )
-from io_harness._confined._workspace import (
-    PARTIAL_SUFFIX,
-    SKIPPED_DIRS,
-    PathMissing,
-    Walked,
-    Workspace,
-    WriteVerb,
-)
+from io_harness._confined._workspace import SKIPPED_DIRS, Workspace
 
 __all__ = [
     "MEMORY_PREFIX",

@@ -14,60 +14,33 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
-import shutil
 import stat
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from contextlib import contextmanager
 from io import BufferedReader
 from pathlib import Path, PurePosixPath
-from typing import Literal
 
-from io_harness._confined._folder import CREATE_FLAGS, Folder, Listed
+from io_harness._confined._acts import (
+    LinkRefusal,
+    PathMissing,
+    Walked,
+    WriteVerb,
+    open_regular,
+    remove_tree,
+    replace,
+    walk,
+)
+from io_harness._confined._folder import Folder, Listed
 from io_harness._confined._names import PathChanged, PathRefused, parts_of, same_name
 
-__all__ = ["PARTIAL_SUFFIX", "SKIPPED_DIRS", "PathMissing", "Walked", "Workspace", "WriteVerb"]
+__all__ = ["SKIPPED_DIRS", "Workspace"]
 
 SKIPPED_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__"})
 """Folders that walks (grep, find) never enter: tool state, not the subject."""
 
-PARTIAL_SUFFIX = ".ioh-tmp"
-"""Suffix of the temporary file a write renames into place; one left behind is a crash's."""
-
-WriteVerb = Literal["created", "changed", "unchanged"]
-
-_NAME_MAX = 255
-_CHUNK = 1024 * 1024
-
-
-class PathMissing(PathRefused):
-    """Nothing is at the path (or a folder on the way is missing)."""
-
 
 def _shown(parts: tuple[str, ...]) -> str:
     return "/".join(parts) or "."
-
-
-@dataclass(frozen=True, slots=True)
-class Walked:
-    """An entry a walk found: its path, and its folder held open while the walk is there."""
-
-    rel: str
-    folder: Folder
-    name: str
-    kind: str = "file"
-    """``file`` (a regular file), or with ``everything``: ``link`` or ``other``."""
-
-    def open(self) -> BufferedReader:
-        """The file, read from its folder's descriptor; :class:`PathRefused` if it is no
-        longer a regular file there."""
-        return _open_regular(self.folder, self.name, self.rel)
-
-    def unlink(self) -> None:
-        """Remove the file (whatever is at its name now, never through a symlink)."""
-        with suppress(FileNotFoundError):
-            self.folder.unlink(self.name)
 
 
 class Workspace:
@@ -225,6 +198,12 @@ class Workspace:
             f"use the path {inside!r} instead"
         )
 
+    def _link_refusal(self, given: str) -> LinkRefusal:
+        """How a symlink met at the end of ``given`` is refused (:meth:`_symlink`)."""
+        return lambda folder, name, shown: self._symlink(
+            folder, name, tuple(shown.split("/")), given
+        )
+
     def _lexical(self, base: tuple[str, ...], target: str) -> str | None:
         """Where a link in ``base`` holding ``target`` points, as text; ``None``: outside."""
         pure = PurePosixPath(target)
@@ -283,7 +262,7 @@ class Workspace:
     def open(self, path: str) -> Iterator[BufferedReader]:
         """The regular file at ``path``, open for reading; refused if it is anything else."""
         with self._parent(path) as (folder, name, shown):
-            handle = _open_regular(folder, name, shown, self, path)
+            handle = open_regular(folder, name, shown, self._link_refusal(path))
         with handle:
             yield handle
 
@@ -309,7 +288,7 @@ class Workspace:
         are ``unchanged`` (an open file is always written).
         """
         with self._parent(path, create=True) as (folder, name, shown):
-            return _replace(folder, name, shown, data, mode, self, path)
+            return replace(folder, name, shown, data, mode, self._link_refusal(path))
 
     def unlink(self, path: str) -> bool:
         """Remove the file or symlink at ``path`` (never a folder); whether one was there."""
@@ -333,7 +312,7 @@ class Workspace:
             if info is None:
                 return False
             if stat.S_ISDIR(info.st_mode):
-                _remove_tree(folder, name)
+                remove_tree(folder, name)
             else:
                 folder.unlink(name)
             return True
@@ -363,130 +342,4 @@ class Workspace:
         while it is walked is left out.
         """
         with self._open_root() as root:
-            yield from _walk(root, (), skip, everything, self._private_part)
-
-
-def _walk(
-    folder: Folder,
-    prefix: tuple[str, ...],
-    skip: frozenset[str],
-    everything: bool,
-    private: Callable[[tuple[str, ...]], bool],
-) -> Iterator[Walked]:
-    try:
-        names = [(name, kind) for name, kind in folder.names() if not private((*prefix, name))]
-    except OSError:
-        return
-    for name, kind in names:
-        if kind == "file" or (everything and kind != "dir"):
-            yield Walked("/".join((*prefix, name)), folder, name, kind)
-    for name, kind in names:
-        if kind != "dir" or name in skip:
-            continue
-        try:
-            inner = folder.open_dir(name)
-        except OSError:
-            continue  # replaced meanwhile (a symlink is refused), or unreadable
-        with inner:
-            yield from _walk(inner, (*prefix, name), skip, everything, private)
-
-
-def _remove_tree(folder: Folder, name: str) -> None:
-    """Remove the folder ``name`` of ``folder`` and all it holds, following no symlink."""
-    try:
-        inner = folder.open_dir(name)
-    except FileNotFoundError:
-        return
-    except NotADirectoryError:  # replaced meanwhile by a file or a link: remove that
-        folder.unlink(name)
-        return
-    with inner:
-        for entry, kind in inner.names():
-            if kind == "dir":
-                _remove_tree(inner, entry)
-            else:
-                with suppress(FileNotFoundError):
-                    inner.unlink(entry)
-    folder.remove_dir(name)
-
-
-def _open_regular(
-    folder: Folder,
-    name: str,
-    shown: str,
-    workspace: Workspace | None = None,
-    given: str | None = None,
-) -> BufferedReader:
-    """The regular file ``name`` of ``folder``, open for reading, or the refusal saying why."""
-    try:
-        fd = folder.open_file(name)
-    except FileNotFoundError:
-        raise PathMissing(f"{shown} does not exist") from None
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.EMLINK):  # EMLINK: FreeBSD's O_NOFOLLOW
-            if workspace is not None:
-                at = tuple(shown.split("/"))
-                raise workspace._symlink(folder, name, at, given or shown) from None
-            raise PathRefused(f"{shown} is a symlink; symlinks are not followed") from None
-        if exc.errno == errno.ENXIO:  # a socket
-            raise PathRefused(f"{shown} is not a regular file (a pipe, socket or device)") from None
-        raise
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise PathRefused(f"{shown} is a directory; use list_dir")
-        if not stat.S_ISREG(mode):
-            raise PathRefused(f"{shown} is not a regular file (a pipe, socket or device)")
-    except BaseException:
-        os.close(fd)
-        raise
-    handle = os.fdopen(fd, "rb")
-    assert isinstance(handle, BufferedReader)
-    return handle
-
-
-def _temporary_name(name: str) -> str:
-    tmp = f".{name}.{secrets.token_hex(4)}{PARTIAL_SUFFIX}"
-    if len(os.fsencode(tmp)) > _NAME_MAX:
-        tmp = f".{secrets.token_hex(8)}{PARTIAL_SUFFIX}"
-    return tmp
-
-
-def _replace(
-    folder: Folder,
-    name: str,
-    shown: str,
-    data: bytes | BufferedReader,
-    mode: int | None,
-    workspace: Workspace,
-    given: str,
-) -> WriteVerb:
-    """Write ``data`` over ``name`` in ``folder`` through a temporary file renamed into place."""
-    info = folder.lstat(name)
-    if info is not None:
-        if stat.S_ISLNK(info.st_mode):
-            raise workspace._symlink(folder, name, tuple(shown.split("/")), given)
-        with _open_regular(folder, name, shown, workspace, given) as current:
-            if isinstance(data, bytes) and current.read() == data:
-                return "unchanged"
-    if mode is None and info is not None:
-        mode = info.st_mode & 0o7777
-    tmp = _temporary_name(name)
-    # Created 0o666 less the umask, like any new file, unless a mode is given or kept.
-    fd = folder.open_file(tmp, CREATE_FLAGS, 0o666 if mode is None else 0o600)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            if isinstance(data, bytes):
-                handle.write(data)
-            else:
-                shutil.copyfileobj(data, handle, _CHUNK)
-            if mode is not None and hasattr(os, "fchmod"):  # Windows keeps no POSIX modes
-                os.fchmod(handle.fileno(), mode)
-        folder.rename(tmp, name)
-    except BaseException as exc:
-        with suppress(OSError):
-            folder.unlink(tmp)
-        if isinstance(exc, IsADirectoryError | NotADirectoryError):
-            raise PathChanged(f"{shown} changed while it was being written; try again") from None
-        raise
-    return "created" if info is None else "changed"
+            yield from walk(root, (), skip, everything, self._private_part)

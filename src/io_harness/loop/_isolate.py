@@ -31,8 +31,8 @@ from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 
 from io_harness._confined import Folder, PathMissing, PathRefused, Workspace
+from io_harness._confined._acts import open_regular
 from io_harness._confined._folder import CREATE_FLAGS
-from io_harness._confined._workspace import _open_regular
 
 __all__ = ["BroughtBack", "Snapshot", "WriteCheck", "bring_back", "isolate", "snapshot"]
 
@@ -211,7 +211,7 @@ def _copy_folder(
         rel = "/".join((*prefix, name))
         if kind == "file":
             try:
-                handle = _open_regular(source, name, rel)
+                handle = open_regular(source, name, rel)
             except PathRefused:
                 continue  # no longer a regular file
             with handle:

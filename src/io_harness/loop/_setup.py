@@ -40,7 +40,8 @@ from io_harness.tools import (
 )
 from io_harness.tools._caller import CallerTool, Toolbox, spec_hash
 from io_harness.tools._memory import ForgetTool, MemoryAuthor, RememberTool
-from io_harness.tools._skills import ReadSkillTool, Skill, discover_skills
+from io_harness.tools._read_skill import ReadSkillTool
+from io_harness.tools._skills import Skill, discover_skills
 from io_harness.tools._text import remove_partial_writes
 
 __all__ = [
