@@ -88,10 +88,10 @@ from io_harness import (
 )
 from io_harness._agents import AgentKit
 from io_harness.loop import _setup
-from io_harness.loop._tree import AgentNode
 from io_harness.store._sqlite import SqliteStore
 from io_harness.testing import ScriptedProvider, reply
 from io_harness.tools._run_tools import RunTools
+from io_harness.trees import AgentNode
 
 Mode = Literal["spawn", "baseline"]
 TARGET_MS = 5.0

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from io_harness import CompletionRequest, CompletionResponse, Harness, Store
-from io_harness.loop._compaction import Compaction
+from io_harness.compaction._pass import Compaction
 from io_harness.testing import ScriptedProvider
 from test_compaction import contract, is_compactor, respond
 

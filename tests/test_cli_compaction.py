@@ -14,7 +14,7 @@ import pytest
 
 from io_harness import Compaction, Harness, RunOutcome, Store
 from io_harness.cli import main
-from io_harness.loop._compaction import SUMMARY_HEADING
+from io_harness.compaction._pass import SUMMARY_HEADING
 from io_harness.store import Trace
 from io_harness.testing import ScriptedProvider
 from test_compaction import contract, respond, workspace

@@ -32,7 +32,7 @@ from io_harness import (
     ToolResult,
     WorkspaceFileContains,
 )
-from io_harness.loop._compaction import (
+from io_harness.compaction._pass import (
     SUMMARY_HEADING,
     Compaction,
     Edit,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from io_harness.loop._isolate import BroughtBack, Snapshot, bring_back, isolate, snapshot
+from io_harness.trees._isolate import BroughtBack, Snapshot, bring_back, isolate, snapshot
 
 HASH = hashlib.sha256(b"x").hexdigest()
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from io_harness._roles import Role, Roles, compose
 from io_harness.errors import ConfigError
 from io_harness.messages import Message, TextBlock, ToolCall, ToolResult, ToolSpec
+from io_harness.roles import Role, Roles, compose
 
 READ_SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
 

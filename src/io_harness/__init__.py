@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING
 from io_harness._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from io_harness._compaction import Compaction
     from io_harness._harness import (
         Harness,
         HarnessOptions,
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
     )
     from io_harness._mcp import McpEvent, McpServer
     from io_harness._queue import Drive, DriveKind, WorkReport
-    from io_harness._roles import Roles
+    from io_harness.compaction._settings import Compaction
     from io_harness.contract import (
         Budget,
         TaskContract,
@@ -60,7 +59,6 @@ if TYPE_CHECKING:
         RunResult,
         SandboxChoice,
     )
-    from io_harness.loop._tree import Containment
     from io_harness.messages import (
         CompletionRequest,
         CompletionResponse,
@@ -122,6 +120,7 @@ if TYPE_CHECKING:
         Replay,
         StreamingProvider,
     )
+    from io_harness.roles import Roles
     from io_harness.sandbox import (
         Sandbox,
         SandboxConfig,
@@ -156,6 +155,7 @@ if TYPE_CHECKING:
         ToolFailure,
         tool,
     )
+    from io_harness.trees._containment import Containment
     from io_harness.verify import (
         AllOf,
         AnyOf,
@@ -174,7 +174,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "io_harness._mcp": ("McpEvent", "McpServer"),
     "io_harness._queue": ("Drive", "DriveKind", "WorkReport"),
-    "io_harness._roles": ("Roles",),
+    "io_harness.roles": ("Roles",),
     "io_harness._harness": (
         "Harness",
         "HarnessOptions",
@@ -205,8 +205,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "RunResult",
         "SandboxChoice",
     ),
-    "io_harness._compaction": ("Compaction",),
-    "io_harness.loop._tree": ("Containment",),
+    "io_harness.compaction._settings": ("Compaction",),
+    "io_harness.trees._containment": ("Containment",),
     "io_harness.messages": (
         "CompletionRequest",
         "CompletionResponse",

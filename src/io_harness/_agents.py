@@ -3,7 +3,7 @@
 A run whose harness has a :class:`~io_harness.Containment` is the root of a
 tree. :class:`AgentKit` holds what every agent of it is driven with (the
 provider, the store, the caller's tools, skills, memory, the root's MCP
-sessions, the sandbox) and is the tree's :class:`~io_harness.loop._tree.TreeDriver`:
+sessions, the sandbox) and is the tree's :class:`~io_harness.trees.TreeDriver`:
 it stores a child's run when its parent spawns it, and drives a stored
 agent, new or part-done, as a resume does: from what the store holds.
 """
@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from io_harness._compaction import Compaction
 from io_harness._mcp import McpSessions
 from io_harness._net import RunNet, checking
-from io_harness._roles import Role
+from io_harness.compaction._settings import Compaction
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError
 from io_harness.loop import Engine, RunResult, RunSandbox, build_tools, memory_scope
@@ -24,19 +23,20 @@ from io_harness.loop._deferral import Resumption, stored_model
 from io_harness.loop._events import event_row, run_started
 from io_harness.loop._outcome import RunOutcome
 from io_harness.loop._resuming import decision_for, stored_contract, stored_gate
-from io_harness.loop._role import RunRole
-from io_harness.loop._tree import AgentNode, ChildSpec, Tree
 from io_harness.observe import Observer
 from io_harness.policy._approval import ApprovalRequest, Approver
 from io_harness.policy._gate import Gate
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
+from io_harness.roles import Role
+from io_harness.roles._run import RunRole
 from io_harness.store import Store
 from io_harness.store._records import NewRun, StoredRun
 from io_harness.tools import RunTools
 from io_harness.tools._caller import Toolbox
 from io_harness.tools._memory import memory_notes
 from io_harness.tools._skills import Skill
+from io_harness.trees import AgentNode, ChildSpec, Tree
 
 __all__ = ["AgentKit"]
 

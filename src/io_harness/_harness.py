@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from io_harness._agents import AgentKit
-from io_harness._compaction import Compaction
 from io_harness._mcp import McpServer, McpSessions, ServerSandbox, check_servers
 from io_harness._mcp._session import check_sandboxes
 from io_harness._net import RunNet, checking
@@ -37,7 +36,7 @@ from io_harness._preflight import (
     sync,
 )
 from io_harness._queue._database import WAITING_LABEL
-from io_harness._roles import Role, Roles
+from io_harness.compaction._settings import Compaction
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, StorageError
 from io_harness.loop import (
@@ -55,19 +54,20 @@ from io_harness.loop._deferral import Resumption, stored_model
 from io_harness.loop._outcome import RunOutcome
 from io_harness.loop._resuming import decision_for, stored_contract, stored_gate, stored_prices
 from io_harness.loop._sandboxing import check_choice
-from io_harness.loop._tree import Containment, Ledger, Tree
 from io_harness.observe import Observer
 from io_harness.policy._approval import Approver, Decision
 from io_harness.policy._gate import Gate
 from io_harness.policy._policy import Policy
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
+from io_harness.roles import Role, Roles
 from io_harness.sandbox import SandboxConfig
 from io_harness.sandbox._shield import keeping_private
 from io_harness.store import Store
 from io_harness.store._records import RunSummary, StoredRun, TreePlace
 from io_harness.tools._caller import Tool, Toolbox
 from io_harness.tools._skills import Skill, discover_skills
+from io_harness.trees import Containment, Ledger, Tree
 
 if TYPE_CHECKING:
     from io_harness._queue import Drive, WorkReport

@@ -17,7 +17,6 @@ from io_harness._contract_toml import mcp_servers, sandbox_config
 from io_harness._eval._suite import Suite, SuiteCase, SuiteProvider
 from io_harness._harness import Harness
 from io_harness._mcp import McpServer
-from io_harness._roles import Roles
 from io_harness._validation import read_toml
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError
@@ -26,6 +25,7 @@ from io_harness.policy import ApproveAll, Approver, DenyAll, Policy
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
 from io_harness.providers._spec import provider_from_specs
+from io_harness.roles import Roles
 from io_harness.store import Store
 
 __all__ = ["ROLES_FILE", "SpecHarnesses", "SuiteRun"]

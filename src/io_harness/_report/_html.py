@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from io_harness._compaction import positions_text
 from io_harness._report._page import Page, seconds
 from io_harness._terminal import shown
+from io_harness.compaction._settings import positions_text
 from io_harness.pricing import format_money
 
 __all__ = ["render_page"]

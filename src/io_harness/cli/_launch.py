@@ -16,11 +16,11 @@ from pathlib import Path
 
 from io_harness._contract_toml import mcp_servers
 from io_harness._mcp import McpServer
-from io_harness._roles import Roles
 from io_harness.errors import ConfigError
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
 from io_harness.providers._spec import provider_from_specs, spec_without_credentials
+from io_harness.roles import Roles
 from io_harness.store import Store
 
 __all__ = [

@@ -13,12 +13,12 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.status import Status
 from rich.text import Text
 
-from io_harness._compaction import positions_text
 from io_harness._terminal import escaped_json
 from io_harness.cli._sandbox import cap_lines, sandbox_counts, sandbox_line
 from io_harness.cli._text import escape, markup, say, shown
+from io_harness.compaction._pass import Edit, View
+from io_harness.compaction._settings import positions_text
 from io_harness.loop import RunOutcome, RunResult
-from io_harness.loop._compaction import Edit, View
 from io_harness.messages import Message, TextBlock, ThinkingBlock, ToolCall, ToolResult
 from io_harness.observe import (
     AwaitingApproval,

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from io_harness._roles import SCHEMAS_DIR, ComposedTool, Role, Roles, compose
 from io_harness.cli._text import escape
+from io_harness.roles import SCHEMAS_DIR, ComposedTool, Role, Roles, compose
 from io_harness.tools._names import BUILTIN_TOOL_NAMES
 
 __all__ = ["RUN_TIME_NOTE", "cmd_roles_check", "role_lines"]

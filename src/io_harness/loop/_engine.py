@@ -14,14 +14,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from io_harness._mcp import McpSessions
-from io_harness._roles import Composition
-from io_harness.contract import TaskContract
-from io_harness.errors import ProviderError, RefusedError
-from io_harness.loop._calls import ProviderCaller, Unanswered
-from io_harness.loop._compaction import (
+from io_harness.compaction._pass import (
     Compaction,
     Edit,
     View,
@@ -30,15 +26,16 @@ from io_harness.loop._compaction import (
     estimate_tokens,
     protected,
 )
+from io_harness.contract import TaskContract
+from io_harness.errors import ProviderError, RefusedError
+from io_harness.loop._calls import ProviderCaller, Unanswered
 from io_harness.loop._context import failing_check_message
 from io_harness.loop._deferral import Deferrals, Resumption, stored_model
 from io_harness.loop._effects import FILE_TOOLS, acts_on_the_world, intent_for, taken_effect
 from io_harness.loop._events import LIVE_EVENTS, emit, event_row, provider_calls, run_started
 from io_harness.loop._outcome import RunOutcome, RunResult
 from io_harness.loop._progress import DoneCall, Intent, StepProgress
-from io_harness.loop._role import RunRole
 from io_harness.loop._sandboxing import RunSandbox, event_rows
-from io_harness.loop._tree import AgentNode
 from io_harness.messages import (
     CompletionRequest,
     CompletionResponse,
@@ -64,6 +61,8 @@ from io_harness.policy._gate import Gate, GateScope, canonical_argv
 from io_harness.policy._rules import Effect
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
+from io_harness.roles import Composition
+from io_harness.roles._run import RunRole
 from io_harness.store import Store
 from io_harness.store._records import (
     ApprovalRow,
@@ -78,6 +77,9 @@ from io_harness.tools import RunTools
 from io_harness.tools._base import ToolOutcome
 from io_harness.tools._gated import Deferral, ResumePoint
 from io_harness.verify import VerificationResult
+
+if TYPE_CHECKING:
+    from io_harness.trees import AgentNode
 
 __all__ = ["MAX_OUTPUT_TOKENS", "Engine"]
 

@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from io_harness._confined import PathRefused, Workspace
-from io_harness._roles._file import name_problem
 from io_harness._validation import config_text
 from io_harness.errors import ConfigError
 from io_harness.messages import Message, ToolSpec
+from io_harness.roles._file import name_problem
 from io_harness.tools._skills import _frontmatter  # the skills' parser: one frontmatter dialect
 
 __all__ = [

@@ -1,7 +1,7 @@
 """The compaction setting: when a run's view is compacted, and what a pass always keeps.
 
 A leaf module (pydantic only), so a roles file and the harness can both name
-it; the passes themselves are ``loop/_compaction.py``'s.
+it; the passes themselves are ``_pass.py``'s.
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from io_harness._compaction import Compaction
 from io_harness._validation import CheckedModel
+from io_harness.compaction._settings import Compaction
 from io_harness.messages import (
     CompletionRequest,
     Message,

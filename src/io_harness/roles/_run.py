@@ -15,8 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from io_harness._roles import Composition, Role, compose
 from io_harness.messages import Message, ToolSpec
+from io_harness.roles._compose import Composition, compose
+from io_harness.roles._file import Role
 from io_harness.tools import RunTools
 
 __all__ = ["PROCEDURE_TOOLS", "RunRole"]

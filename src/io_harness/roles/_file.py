@@ -24,9 +24,9 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, ConfigDict, Field, ValidationError, field_validator
 
-from io_harness._compaction import Compaction
 from io_harness._confined import PathRefused, Workspace
 from io_harness._validation import CheckedModel, config_text, loading, read_toml
+from io_harness.compaction._settings import Compaction
 from io_harness.errors import ConfigError
 from io_harness.providers._presets import SPEC_FORMS
 from io_harness.tools._names import TOOL_NAME
@@ -64,7 +64,7 @@ class Role(CheckedModel):
     ``system_prompt_file`` where that text came from (``None`` when built in
     Python). ``tools`` are the declared tool names in order, each 1-64 of
     ``[a-zA-Z0-9_-]``, none twice: declaring a name offers the tool only when
-    the workspace commits its schema (see :func:`~io_harness._roles.compose`).
+    the workspace commits its schema (see :func:`~io_harness.roles.compose`).
     A bad field is a :class:`ConfigError` naming it.
     """
 

@@ -3,10 +3,11 @@
 :class:`Roles` loads a roles file (``_file.py``); :func:`compose` builds the
 tools array a role's agent is offered from the injected tools, the declared
 names the workspace commits schemas for, and the names the history already
-calls (``_compose.py``).
+calls (``_compose.py``); :class:`RunRole` is a run's role, its tools composed anew
+for every model call and its calls limited to what it declared (``_run.py``).
 """
 
-from io_harness._roles._compose import (
+from io_harness.roles._compose import (
     DESCRIPTIONS_DIR,
     SCHEMAS_DIR,
     STAND_IN_SCHEMA,
@@ -17,10 +18,12 @@ from io_harness._roles._compose import (
     description_path,
     schema_path,
 )
-from io_harness._roles._file import ROLE_KEYS, Role, Roles
+from io_harness.roles._file import ROLE_KEYS, Role, Roles
+from io_harness.roles._run import PROCEDURE_TOOLS, RunRole
 
 __all__ = [
     "DESCRIPTIONS_DIR",
+    "PROCEDURE_TOOLS",
     "ROLE_KEYS",
     "SCHEMAS_DIR",
     "STAND_IN_SCHEMA",
@@ -28,6 +31,7 @@ __all__ = [
     "Composition",
     "Role",
     "Roles",
+    "RunRole",
     "Source",
     "compose",
     "description_path",
