@@ -20,8 +20,8 @@ from io_harness.messages import ToolCall
 from io_harness.policy import Policy
 from io_harness.policy._gate import Gate
 from io_harness.store import Store
-from io_harness.store._memory import MemoryAuthor, MemoryLimits
-from io_harness.tools import RunTools, ToolOutcome
+from io_harness.store._memory import MemoryLimits
+from io_harness.tools import RunTools, ToolContext, ToolOutcome
 from io_harness.tools._memory import (
     NOTES_HEADING,
     ForgetTool,
@@ -33,19 +33,17 @@ WORKSPACE = str(Path("/work/project").resolve())
 OTHER = str(Path("/work/other").resolve())
 
 
-def box(store: Store, workspace: str = WORKSPACE, gate: Gate | None = None) -> RunTools:
-    def author() -> MemoryAuthor:
-        if gate is None:
-            return MemoryAuthor("r", 1, "c")
-        return MemoryAuthor(gate.run_id, gate.step, gate.call_id)
-
-    return RunTools([RememberTool(store, workspace, author), ForgetTool(store, workspace, author)])
+def box(store: Store, workspace: str = WORKSPACE) -> RunTools:
+    return RunTools([RememberTool(store, workspace), ForgetTool(store, workspace)])
 
 
 async def use(
     tools: RunTools, name: str, gate: Gate | None = None, **arguments: str
 ) -> ToolOutcome:
-    outcome = await tools.dispatch(ToolCall(id="c", name=name, arguments=arguments), gate=gate)
+    context = ToolContext("r", 1, "c") if gate is None else ToolContext(gate.run_id, gate.step, "c")
+    outcome = await tools.dispatch(
+        ToolCall(id="c", name=name, arguments=arguments), gate=gate, context=context
+    )
     assert isinstance(outcome, ToolOutcome)
     return outcome
 
@@ -173,7 +171,7 @@ async def test_a_value_over_2000_characters_is_refused_as_an_observation_stating
 
 async def test_smaller_limits_are_stated_in_the_tool_schema_and_enforced(store: Store) -> None:
     limits = MemoryLimits(entries=2, value_chars=5, total_chars=8)
-    remember = RememberTool(store, WORKSPACE, lambda: MemoryAuthor("r", 1, "c"), limits=limits)
+    remember = RememberTool(store, WORKSPACE, limits=limits)
     tools = RunTools([remember])
 
     described = remember.spec.parameters["properties"]["value"]["description"]
@@ -253,7 +251,7 @@ async def test_deny_write_memory_refuses_remember_and_forget_through_the_gate(
 ) -> None:
     store.remember(WORKSPACE, "kept", "v")
     gate = Gate(Policy.permissive().layer("x").deny_write("memory:*"), None, goal="g", run_id="r")
-    tools = box(store, gate=gate)
+    tools = box(store)
 
     with gate.stepping(1) as step:
         remembered = await use(tools, "remember", gate=gate, key="notes/k", value="v")
@@ -277,7 +275,7 @@ async def test_an_allowed_remember_is_a_write_of_memory_key_and_logged_with_its_
     store: Store,
 ) -> None:
     gate = Gate(Policy.permissive(), None, goal="g", run_id="r")
-    tools = box(store, gate=gate)
+    tools = box(store)
 
     with gate.stepping(3) as step:
         reply = await use(tools, "remember", gate=gate, key="notes/k", value="v")
@@ -293,7 +291,7 @@ async def test_an_allowed_remember_is_a_write_of_memory_key_and_logged_with_its_
 
 async def test_an_approver_is_shown_the_note_as_it_is_and_as_it_will_be(store: Store) -> None:
     store.remember(WORKSPACE, "k", "old")
-    remember = RememberTool(store, WORKSPACE, lambda: MemoryAuthor("r", 1, "c"))
+    remember = RememberTool(store, WORKSPACE)
     args = remember.args.model_validate({"key": "k", "value": "new"})
 
     assert remember.preview(args) == "remember memory:k\nwas: 'old'\nnow: 'new'"

@@ -39,6 +39,7 @@ from io_harness.tools import (
     HarnessTool,
     PathRefused,
     RunTools,
+    ToolContext,
     ToolOutcome,
     Workspace,
     single_file_tools,
@@ -1020,7 +1021,7 @@ class _Broken(HarnessTool[_NoArgs]):
     description = "Always fails."
     args = _NoArgs
 
-    async def invoke(self, args: _NoArgs) -> ToolOutcome:
+    async def invoke(self, args: _NoArgs, context: ToolContext) -> ToolOutcome:
         raise RuntimeError("tool bug")
 
 
@@ -1322,7 +1323,7 @@ class _Stamp(HarnessTool[_StampArgs]):
     def __init__(self) -> None:
         self.labels: list[str] = []
 
-    async def invoke(self, args: _StampArgs) -> ToolOutcome:
+    async def invoke(self, args: _StampArgs, context: ToolContext) -> ToolOutcome:
         self.labels.append(args.label)
         return ToolOutcome(f"stamped {args.label}")
 

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 from io_harness.messages import ToolSpec
 from io_harness.policy._gate import Access
 from io_harness.policy._rules import Act
-from io_harness.tools._base import HarnessTool, ToolOutcome
+from io_harness.tools._base import HarnessTool, ToolContext, ToolOutcome
 from io_harness.tools._caller import CallerArgs
 
 __all__ = ["McpTool", "ToolCaller", "capped"]
@@ -83,7 +83,7 @@ class McpTool(HarnessTool[CallerArgs]):
         """The offered name, with the server's description and input schema unchanged."""
         return self._spec
 
-    async def invoke(self, args: CallerArgs) -> ToolOutcome:
+    async def invoke(self, args: CallerArgs, context: ToolContext) -> ToolOutcome:
         """Call the tool on its server."""
         return await self._caller.call(self.tool, dict(args.model_extra or {}), self.name)
 

@@ -96,9 +96,7 @@ class Deferrals:
                 decision.by or "resume()",
                 "not repeated: the act was being performed when the harness stopped",
             )
-        if decision.remember:
-            self.gate.remembered.extend(decision.remember)
-            self.gate.remembered_changed = True
+        self.gate.remember(decision.remember)
         return ToolOutcome(
             f"{tool}: the approved {request.describe()} was being performed when the harness "
             "stopped, so whether it took effect is not known; it was not repeated. Check its "

@@ -74,7 +74,7 @@ from io_harness.store._records import (
     VerificationRow,
 )
 from io_harness.tools import RunTools
-from io_harness.tools._base import ToolOutcome
+from io_harness.tools._base import ToolContext, ToolOutcome
 from io_harness.tools._gated import Deferral, ResumePoint
 from io_harness.verify import VerificationResult
 
@@ -314,9 +314,7 @@ class Engine:
         if self.node is not None:
             record.tree_events += self.node.take_rows()
         record.mcp_events = self._mcp_rows()
-        if self.gate.remembered_changed:
-            record.remembered_json = self.gate.remembered_json()
-            self.gate.remembered_changed = False
+        record.remembered_json = self.gate.take_remembered_change()
 
     def _mcp_rows(self) -> list[McpEventRow]:
         """What the run's MCP servers did since the last time asked, as rows."""
@@ -455,8 +453,9 @@ class Engine:
             for mark in marks:
                 mark()
 
+        context = ToolContext(self.run_id, step, call.id)
         return await self.toolbox.dispatch(
-            call, gate=self.gate, resume_at=resume_at, before_invoke=before_invoke
+            call, gate=self.gate, context=context, resume_at=resume_at, before_invoke=before_invoke
         )
 
     def _refusal(self, name: str) -> ToolOutcome | None:

@@ -39,7 +39,7 @@ from io_harness.tools import (
     workspace_tools,
 )
 from io_harness.tools._caller import CallerTool, Toolbox, spec_hash
-from io_harness.tools._memory import ForgetTool, MemoryAuthor, RememberTool
+from io_harness.tools._memory import ForgetTool, RememberTool
 from io_harness.tools._read_skill import ReadSkillTool
 from io_harness.tools._skills import Skill, discover_skills
 from io_harness.tools._text import remove_partial_writes
@@ -255,12 +255,8 @@ def build_tools(
     if skills:
         tools.append(ReadSkillTool(skills, contract.root.resolve()))
     if memory is not None:
-
-        def author() -> MemoryAuthor:
-            return MemoryAuthor(run_id=gate.run_id, step=gate.step, call_id=gate.call_id)
-
         scope = memory_scope(contract)
-        tools += [RememberTool(memory, scope, author), ForgetTool(memory, scope, author)]
+        tools += [RememberTool(memory, scope), ForgetTool(memory, scope)]
     if spawn is not None:
         tools.append(spawn)
     tools += [CallerTool(tool, caller.spec_of(tool_name)) for tool_name, tool in caller.items()]

@@ -107,7 +107,9 @@ class Gate:
     goal: str = ""
     run_id: str = ""
     remembered: list[Rule] = field(default_factory=list)
-    remembered_changed: bool = False
+    """The run's remembered rules, as a resume restores them; changed only by
+    :meth:`remember`."""
+    _remembered_changed: bool = field(default=False, repr=False)
 
     _outside: GateScope = field(default_factory=lambda: GateScope("", 0), repr=False)
     _scope: contextvars.ContextVar[GateScope | None] = field(
@@ -250,9 +252,7 @@ class Gate:
             return self._denied(access, verdict, decision, asked)
         self.scope.settled[key] = decision.model_copy(update={"by": by})
         self.record(access, verdict, "approved", by)
-        if decision.remember:
-            self.remembered.extend(decision.remember)
-            self.remembered_changed = True
+        self.remember(decision.remember)
         return Cleared(verdict, decision)
 
     def _denied(
@@ -320,9 +320,23 @@ class Gate:
             return Decision.approve(by=f"{_by(settled)}: {settled.describe()}")
         return Decision.deny(settled.describe(), by=_by(settled))
 
+    def remember(self, rules: Sequence[Rule]) -> None:
+        """Add ``rules`` to the run's remembered layer (a decision's ``remember``)."""
+        if rules:
+            self.remembered.extend(rules)
+            self._remembered_changed = True
+
     def remembered_json(self) -> str:
         """The remembered rules as the store keeps them."""
         return json.dumps([r.model_dump(mode="json") for r in self.remembered])
+
+    def take_remembered_change(self) -> str | None:
+        """The remembered rules as the store keeps them, when they changed since last taken
+        (a step's commit stores them); ``None`` when they did not."""
+        if not self._remembered_changed:
+            return None
+        self._remembered_changed = False
+        return self.remembered_json()
 
 
 def _by(verdict: Verdict) -> str:

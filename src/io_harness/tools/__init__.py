@@ -5,7 +5,7 @@ becomes an error observation the model reads; :meth:`RunTools.dispatch`
 never raises.
 """
 
-from io_harness.tools._base import Args, HarnessTool, ToolFailure, ToolOutcome
+from io_harness.tools._base import Args, HarnessTool, ToolContext, ToolFailure, ToolOutcome
 from io_harness.tools._caller import Tool, Toolbox
 from io_harness.tools._exec import ExecTool
 from io_harness.tools._files import workspace_tools
@@ -23,6 +23,7 @@ __all__ = [
     "PathRefused",
     "RunTools",
     "TheFile",
+    "ToolContext",
     "Tool",
     "ToolArgumentsError",
     "ToolFailure",

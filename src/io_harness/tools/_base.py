@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Args",
     "HarnessTool",
+    "ToolContext",
     "ToolFailure",
     "ToolKind",
     "ToolOutcome",
@@ -50,6 +51,15 @@ class ToolOutcome:
     """What went wrong inside the tool (its exception, a timeout), for the trace."""
     duration: float | None = None
     """Seconds the tool ran; ``None`` when it did not run (refused, bad arguments)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """Where a call runs: its run, its step and its own id, passed to the tool with it."""
+
+    run_id: str = ""
+    step: int = 0
+    call_id: str = ""
 
 
 class ToolFailure(Exception):
@@ -87,8 +97,9 @@ class HarnessTool(abc.ABC, Generic[A]):
         return _spec(self.name, self.description, self.args)
 
     @abc.abstractmethod
-    async def invoke(self, args: A) -> ToolOutcome:
-        """Run with validated arguments; raise :class:`ToolFailure` to report an error."""
+    async def invoke(self, args: A, context: ToolContext) -> ToolOutcome:
+        """Run with validated arguments in ``context`` (the run, step and call); raise
+        :class:`ToolFailure` to report an error."""
 
     def accesses(self, args: A) -> Sequence[Access]:
         """The acts this call performs, each checked by the gate before it runs.
@@ -162,10 +173,12 @@ def validated(
         )
 
 
-async def invoke(tool: HarnessTool[Any], args: Args) -> ToolOutcome:
+async def invoke(
+    tool: HarnessTool[Any], args: Args, context: ToolContext | None = None
+) -> ToolOutcome:
     """Run a validated call; every exception becomes an error observation."""
     try:
-        return await tool.invoke(args)
+        return await tool.invoke(args, context or ToolContext())
     except (ToolFailure, PathRefused) as exc:
         return ToolOutcome(f"{tool.name}: {exc}", True)
     except OSError as exc:

@@ -22,7 +22,7 @@ from pydantic import ConfigDict
 
 from io_harness.errors import ConfigError
 from io_harness.messages import ToolSpec
-from io_harness.tools._base import Args, HarnessTool, ToolFailure, ToolOutcome
+from io_harness.tools._base import Args, HarnessTool, ToolContext, ToolFailure, ToolOutcome
 from io_harness.tools._names import tool_name_problem
 
 __all__ = [
@@ -317,7 +317,7 @@ class CallerTool(HarnessTool[CallerArgs]):
         check = getattr(self.tool, "check_arguments", None)
         return check(dict(args.model_extra or {})) if callable(check) else None
 
-    async def invoke(self, args: CallerArgs) -> ToolOutcome:
+    async def invoke(self, args: CallerArgs, context: ToolContext) -> ToolOutcome:
         """Run the caller's tool under its timeout; bound its result to its cap."""
         deadline = asyncio.timeout(self.timeout)
         try:

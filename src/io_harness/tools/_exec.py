@@ -21,7 +21,7 @@ from io_harness.policy._gate import Access, canonical_argv
 # From the modules, not the package: the sandbox package imports the workspace's confinement.
 from io_harness.sandbox._direct import DIRECT, run_direct
 from io_harness.sandbox._types import NetCheck, SandboxEvent, SandboxLimits, SandboxOutcome
-from io_harness.tools._base import Args, HarnessTool, ToolOutcome
+from io_harness.tools._base import Args, HarnessTool, ToolContext, ToolOutcome
 from io_harness.tools._workspace import Workspace
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ class ExecTool(HarnessTool[ExecArgs]):
         left = max(1.0, self.wall_end - time.time())
         return limits.model_copy(update={"wall_seconds": min(limits.wall_seconds, left)})
 
-    async def invoke(self, args: ExecArgs) -> ToolOutcome:
+    async def invoke(self, args: ExecArgs, context: ToolContext) -> ToolOutcome:
         limits = self._limits()
         if self.sandbox is None:
             outcome = await run_direct(

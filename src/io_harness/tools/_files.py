@@ -20,7 +20,7 @@ from io_harness._confined import Listed
 from io_harness._process import in_thread
 from io_harness.policy._gate import Access
 from io_harness.policy._rules import Act
-from io_harness.tools._base import A, Args, HarnessTool, ToolFailure, ToolOutcome
+from io_harness.tools._base import A, Args, HarnessTool, ToolContext, ToolFailure, ToolOutcome
 from io_harness.tools._text import (
     READ_CEILING_BYTES,
     change_diff,
@@ -80,7 +80,7 @@ class ReadFile(_InWorkspace[ReadFileArgs]):
     def accesses(self, args: ReadFileArgs) -> Sequence[Access]:
         return (self._on(Act.READ, args.path),)
 
-    async def invoke(self, args: ReadFileArgs) -> ToolOutcome:
+    async def invoke(self, args: ReadFileArgs, context: ToolContext) -> ToolOutcome:
         return ToolOutcome(
             read_numbered(self.workspace, args.path, args.path, args.offset, args.limit)
         )
@@ -104,7 +104,7 @@ class WriteFile(_InWorkspace[WriteFileArgs]):
             self.workspace, args.path, args.path, args.content, show_current=show_current
         )
 
-    async def invoke(self, args: WriteFileArgs) -> ToolOutcome:
+    async def invoke(self, args: WriteFileArgs, context: ToolContext) -> ToolOutcome:
         return write_reported(self.workspace, args.path, args.content, args.path)
 
 
@@ -157,7 +157,7 @@ class EditFile(_InWorkspace[EditFileArgs]):
             return f"(the edit will fail: {exc})"
         return change_diff(self.workspace, args.path, args.path, edited)
 
-    async def invoke(self, args: EditFileArgs) -> ToolOutcome:
+    async def invoke(self, args: EditFileArgs, context: ToolContext) -> ToolOutcome:
         edited, line = self._edited(args)
         if write_text(self.workspace, args.path, edited) == "unchanged":
             return ToolOutcome(f"{args.path} unchanged: the replacement equals the search text")
@@ -188,7 +188,7 @@ class Grep(_InWorkspace[GrepArgs]):
         self.wall_end = wall_end
         """When the run's wall budget ends (Unix time): a search stops there at the latest."""
 
-    async def invoke(self, args: GrepArgs) -> ToolOutcome:
+    async def invoke(self, args: GrepArgs, context: ToolContext) -> ToolOutcome:
         # The regex module stops a match at a deadline and lets go of the GIL while it
         # matches (re does neither): run on a thread of its own, a pattern that
         # backtracks without end stalls neither this run past its budget nor others.
@@ -261,7 +261,7 @@ class Find(_InWorkspace[FindArgs]):
     def accesses(self, args: FindArgs) -> Sequence[Access]:
         return (Access(Act.READ, "."),)
 
-    async def invoke(self, args: FindArgs) -> ToolOutcome:
+    async def invoke(self, args: FindArgs, context: ToolContext) -> ToolOutcome:
         found = [
             rel
             for rel in (found.rel for found in self.workspace.walk())
@@ -288,7 +288,7 @@ class ListDir(_InWorkspace[ListDirArgs]):
     def accesses(self, args: ListDirArgs) -> Sequence[Access]:
         return (self._on(Act.READ, args.path or "."),)
 
-    async def invoke(self, args: ListDirArgs) -> ToolOutcome:
+    async def invoke(self, args: ListDirArgs, context: ToolContext) -> ToolOutcome:
         folder = args.path or "."
         try:
             entries = self.workspace.entries(folder)

@@ -9,7 +9,7 @@ the notes in its first message (:func:`memory_notes`).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import ClassVar
 
 from pydantic import Field, field_validator
@@ -26,12 +26,11 @@ from io_harness.store._memory import (
     MemoryLimits,
     memory_key_problem,
 )
-from io_harness.tools._base import Args, HarnessTool, ToolOutcome
+from io_harness.tools._base import Args, HarnessTool, ToolContext, ToolOutcome
 from io_harness.tools._names import MEMORY_PREFIX
 
 __all__ = [
     "NOTES_HEADING",
-    "AuthorOf",
     "ForgetTool",
     "MemoryAuthor",
     "RememberTool",
@@ -145,15 +144,15 @@ class ForgetArgs(Args):
         return _checked_key(key)
 
 
-AuthorOf = Callable[[], MemoryAuthor]
-"""Who is writing, asked at each call: the run, its step and the tool call."""
+def _author(context: ToolContext) -> MemoryAuthor:
+    """Who is writing: the run, its step and the tool call the note comes from."""
+    return MemoryAuthor(run_id=context.run_id, step=context.step, call_id=context.call_id)
 
 
 class _MemoryTool:
-    def __init__(self, store: Store, workspace: str, author: AuthorOf) -> None:
+    def __init__(self, store: Store, workspace: str) -> None:
         self.store = store
         self.workspace = workspace
-        self.author = author
 
     def _was(self, key: str, show_current: bool) -> str:
         """The note's current value as an approver is shown it."""
@@ -183,11 +182,10 @@ class RememberTool(_MemoryTool, HarnessTool[RememberArgs]):
         self,
         store: Store,
         workspace: str,
-        author: AuthorOf,
         *,
         limits: MemoryLimits = DEFAULT_MEMORY_LIMITS,
     ) -> None:
-        super().__init__(store, workspace, author)
+        super().__init__(store, workspace)
         self.limits = limits
         self.args = _remember_args(limits)
 
@@ -200,10 +198,10 @@ class RememberTool(_MemoryTool, HarnessTool[RememberArgs]):
         was = self._was(args.key, show_current)
         return f"remember {memory_target(args.key)}\nwas: {was}\nnow: {args.value!r}"
 
-    async def invoke(self, args: RememberArgs) -> ToolOutcome:
+    async def invoke(self, args: RememberArgs, context: ToolContext) -> ToolOutcome:
         """Store the note; the reply names the notes evicted to make room."""
         evicted = self.store.remember(
-            self.workspace, args.key, args.value, limits=self.limits, by=self.author()
+            self.workspace, args.key, args.value, limits=self.limits, by=_author(context)
         )
         if not evicted:
             return ToolOutcome(f"remembered {args.key}")
@@ -228,9 +226,9 @@ class ForgetTool(_MemoryTool, HarnessTool[ForgetArgs]):
         """The note that would be forgotten, for an approver."""
         return f"forget {memory_target(args.key)}\nwas: {self._was(args.key, show_current)}"
 
-    async def invoke(self, args: ForgetArgs) -> ToolOutcome:
+    async def invoke(self, args: ForgetArgs, context: ToolContext) -> ToolOutcome:
         """Remove the note; saying so when it was not remembered."""
-        if self.store.forget(self.workspace, args.key, by=self.author()):
+        if self.store.forget(self.workspace, args.key, by=_author(context)):
             return ToolOutcome(f"forgot {args.key}")
         return ToolOutcome(f"{args.key} was not remembered")
 

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from io_harness.policy._gate import Access
 from io_harness.policy._rules import Act
-from io_harness.tools._base import Args, HarnessTool, ToolFailure, ToolOutcome
+from io_harness.tools._base import Args, HarnessTool, ToolContext, ToolFailure, ToolOutcome
 from io_harness.tools._skills import SHIPPED_FILES_SHOWN, SKILL_FILE, Skill
 from io_harness.tools._text import READ_CEILING_BYTES, read_text
 from io_harness.tools._workspace import PathRefused, Workspace
@@ -61,7 +61,7 @@ class ReadSkillTool(HarnessTool[ReadSkillArgs]):
         directory, _ = skill.confined()
         return (Access(Act.READ, self._target(directory.root / rel)),)
 
-    async def invoke(self, args: ReadSkillArgs) -> ToolOutcome:
+    async def invoke(self, args: ReadSkillArgs, context: ToolContext) -> ToolOutcome:
         """The file's whole text; for a skill's instructions, the files its folder ships."""
         skill, rel = self._file(args)
         directory, _ = skill.confined()

@@ -11,7 +11,15 @@ from typing import Any
 from io_harness.errors import ConfigError
 from io_harness.messages import ToolCall, ToolSpec
 from io_harness.policy._gate import Access, Gate
-from io_harness.tools._base import Args, HarnessTool, ToolKind, ToolOutcome, invoke, validated
+from io_harness.tools._base import (
+    Args,
+    HarnessTool,
+    ToolContext,
+    ToolKind,
+    ToolOutcome,
+    invoke,
+    validated,
+)
 from io_harness.tools._gated import Authorized, Deferral, ResumePoint, authorize_call
 
 __all__ = ["RunTools"]
@@ -70,6 +78,7 @@ class RunTools:
         call: ToolCall,
         *,
         gate: Gate | None = None,
+        context: ToolContext | None = None,
         resume_at: ResumePoint | None = None,
         before_invoke: Callable[[], None] | None = None,
     ) -> ToolOutcome | Deferral:
@@ -79,21 +88,23 @@ class RunTools:
         an observation, an act the approver defers stops the call
         (:class:`Deferral`). ``resume_at`` continues a deferred call at the
         act it stopped at, with the decision given for it; ``before_invoke``
-        runs once every act is cleared, just before the tool.
+        runs once every act is cleared, just before the tool. ``context`` is where
+        the call runs (its run and step; the call's own id when not given).
         """
+        context = context or ToolContext(call_id=call.id)
         prepared = self._prepare(call)
         if isinstance(prepared, ToolOutcome):
             return prepared
         tool, args = prepared
         if gate is None:
-            return await _timed(tool, args)
+            return await _timed(tool, args, context)
         with gate.calling(call.id):
             checked = await authorize_call(gate, call, tool, args, resume_at)
             if not isinstance(checked, Authorized):
                 return checked
             if before_invoke is not None:
                 before_invoke()
-            done = await _timed(tool, checked.args)
+            done = await _timed(tool, checked.args, context)
         if checked.rewritten is None:
             return done
         note = f"[the approver changed this call's arguments to {json.dumps(checked.rewritten)}]"
@@ -102,8 +113,8 @@ class RunTools:
         )
 
 
-async def _timed(tool: HarnessTool[Any], args: Args) -> ToolOutcome:
+async def _timed(tool: HarnessTool[Any], args: Args, context: ToolContext) -> ToolOutcome:
     """Run the tool, with how long it took for the trace."""
     started = time.perf_counter()
-    done = await invoke(tool, args)
+    done = await invoke(tool, args, context)
     return dataclasses.replace(done, duration=time.perf_counter() - started)

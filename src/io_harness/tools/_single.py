@@ -12,7 +12,7 @@ from pydantic import Field
 from io_harness._confined import PARTIAL_SUFFIX, PathMissing, Workspace
 from io_harness.policy._gate import Access
 from io_harness.policy._rules import Act
-from io_harness.tools._base import Args, HarnessTool, ToolOutcome
+from io_harness.tools._base import Args, HarnessTool, ToolContext, ToolOutcome
 from io_harness.tools._text import READ_CEILING_BYTES, change_diff, read_numbered, write_reported
 
 __all__ = ["TheFile", "single_file_tools"]
@@ -42,7 +42,7 @@ class _ReadTheFile(HarnessTool[_ReadArgs]):
     def accesses(self, args: _ReadArgs) -> Sequence[Access]:
         return (Access(Act.READ, self.file.target),)
 
-    async def invoke(self, args: _ReadArgs) -> ToolOutcome:
+    async def invoke(self, args: _ReadArgs, context: ToolContext) -> ToolOutcome:
         file = self.file
         if file.folder.lstat(file.name) is None:
             return ToolOutcome(f"{file.shown} does not exist yet; create it with write_file")
@@ -68,7 +68,7 @@ class _WriteTheFile(HarnessTool[_ContentArgs]):
             file.folder, file.name, file.shown, args.content, show_current=show_current
         )
 
-    async def invoke(self, args: _ContentArgs) -> ToolOutcome:
+    async def invoke(self, args: _ContentArgs, context: ToolContext) -> ToolOutcome:
         file = self.file
         return write_reported(file.folder, file.name, args.content, file.shown)
 

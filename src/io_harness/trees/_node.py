@@ -137,10 +137,10 @@ class AgentNode:
         for call in progress.assistant.tool_calls:
             if call.id in done:
                 with self.gate.calling(call.id):
-                    await self.spawn(SpawnArgs.model_validate(call.arguments))
+                    await self.spawn(SpawnArgs.model_validate(call.arguments), call.id)
 
-    async def spawn(self, args: SpawnArgs) -> ToolOutcome:
-        call_id = self.gate.call_id
+    async def spawn(self, args: SpawnArgs, call_id: str) -> ToolOutcome:
+        """Start the child the call ``call_id`` asks for, or find the one it made already."""
         store = self.tree.store
         existing = store.child_run(self.run_id, call_id)
         if existing is None:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ConfigDict, Field
 
-from io_harness.tools._base import Args, HarnessTool, ToolOutcome
+from io_harness.tools._base import Args, HarnessTool, ToolContext, ToolOutcome
 from io_harness.trees._containment import SPAWN_TOOL
 
 if TYPE_CHECKING:
@@ -58,6 +58,6 @@ class SpawnTool(HarnessTool[SpawnArgs]):
     def __init__(self, node: AgentNode) -> None:
         self.node = node
 
-    async def invoke(self, args: SpawnArgs) -> ToolOutcome:
+    async def invoke(self, args: SpawnArgs, context: ToolContext) -> ToolOutcome:
         """Start (or find again) the child; the observation is filled in when the turn ends."""
-        return await self.node.spawn(args)
+        return await self.node.spawn(args, context.call_id)
