@@ -11,63 +11,44 @@ from __future__ import annotations
 
 import copy
 import shlex
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
-from io_harness._agents import AgentKit
-from io_harness._mcp import McpServer, McpSessions, ServerSandbox, check_servers
+from io_harness._mcp import McpServer, ServerSandbox, check_servers
 from io_harness._mcp._session import check_sandboxes
-from io_harness._net import RunNet, checking
 from io_harness._preflight import (
     caller_toolbox,
-    check_criterion,
-    check_endpoints,
-    check_mcp_start,
-    check_new_run_id,
-    check_prices,
     check_provider,
     check_types,
     checked_labels,
-    mcp_start_refusal,
     new_run_id,
     sync,
 )
 from io_harness._queue._database import WAITING_LABEL
-from io_harness.compaction._settings import Compaction
+from io_harness.compaction import Compaction
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, StorageError
-from io_harness.loop import (
+from io_harness.loop._outcome import RunResult
+from io_harness.loop._sandboxing import (
     DEFAULT_SANDBOX,
-    RunResult,
-    RunSandbox,
-    RunSetup,
     SandboxChoice,
+    check_choice,
     choose_sandbox,
-    mcp_sessions,
-    run_skills,
-    server_sandbox,
 )
-from io_harness.loop._deferral import Resumption, stored_model
-from io_harness.loop._outcome import RunOutcome
-from io_harness.loop._resuming import decision_for, stored_contract, stored_gate, stored_prices
-from io_harness.loop._sandboxing import check_choice
 from io_harness.observe import Observer
 from io_harness.policy._approval import Approver, Decision
-from io_harness.policy._gate import Gate
 from io_harness.policy._policy import Policy
+from io_harness.prepare import decide_in_tree, drive, prepared_new, prepared_stored
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
-from io_harness.roles import Role, Roles
+from io_harness.roles import Roles
 from io_harness.sandbox import SandboxConfig
-from io_harness.sandbox._shield import keeping_private
 from io_harness.store import Store
-from io_harness.store._records import RunSummary, StoredRun, TreePlace
+from io_harness.store._records import RunSummary
 from io_harness.tools._caller import Tool, Toolbox
-from io_harness.tools._skills import Skill, discover_skills
-from io_harness.trees import Containment, Ledger, Tree
+from io_harness.tools._skills import discover_skills
+from io_harness.trees import Containment
 
 if TYPE_CHECKING:
     from io_harness._queue import Drive, WorkReport
@@ -240,161 +221,8 @@ class Harness:
         :class:`SandboxError` — all before any provider call. Everything after
         is in the returned :class:`RunResult`.
         """
-        result = await self._start(contract, run_id, labels, drive=True)
-        assert result is not None
-        return result
-
-    async def _start(
-        self,
-        contract: TaskContract,
-        run_id: str | None,
-        labels: Mapping[str, str] | None,
-        *,
-        drive: bool,
-    ) -> RunResult | None:
-        """:meth:`run`'s checks and the run's creation, then its drive when ``drive`` is true
-        (:meth:`enqueue` stores the run for a worker to drive instead)."""
-        if not isinstance(contract, TaskContract):
-            raise ConfigError(f"contract must be a TaskContract, not {type(contract).__name__}")
-        if run_id is not None and (not isinstance(run_id, str) or not run_id):
-            raise ConfigError(f"run_id must be a non-empty string, not {run_id!r}")
-        contract.check()
-        if self.containment is not None and contract.mode != "workspace":
-            raise ConfigError(
-                "a harness with containment spawns sub-agents into a workspace; this contract "
-                "is in file mode (use TaskContract.workspace)"
-            )
-        role = self._role(contract)
-        provider = self._provider_for(role)
-        check_prices(contract, provider, self.prices)
-        labels = checked_labels(labels)
-        run_id = run_id or new_run_id()
-        policy = self.policy if self.policy is not None else Policy.default()
-        gate = Gate(policy, self.approver, goal=contract.goal, run_id=run_id)
-        net = RunNet.of(gate, provider)
-        check_criterion(contract, gate)
-        check_endpoints(provider, net)
-        folders = tuple(dict.fromkeys(f for f in (self.skills, contract.skills) if f is not None))
-        skills = run_skills(folders, contract, gate)
-        store = self.store
-        check_new_run_id(store, run_id)  # before an approver is asked about a server
-        chosen = choose_sandbox(self.sandbox)
-        contained = server_sandbox(contract, gate, chosen)
-        check_sandboxes(self.mcp, contained)
-        await check_mcp_start(self.mcp, gate)
-        caller = self._tools_now()
-        setup = RunSetup.of(caller, folders, skills, self.memory, self.mcp)
-        with store.lease(run_id), checking(net), keeping_private(store.files()):
-            may_start = partial(mcp_start_refusal, gate=gate)
-            async with mcp_sessions(self.mcp, may_start, contained) as sessions:
-                kit = self._kit(
-                    provider, role, chosen, caller, skills, setup, sessions, self.prices
-                )
-                started_at = time.time()
-                node, place = None, None
-                if self.containment is not None:
-                    tree = self._tree(kit, run_id, self.containment, started_at)
-                    node = tree.node(run_id, 0, contract, gate)
-                    place = TreePlace(root_id=run_id, tree_json=self.containment.model_dump_json())
-                tools = kit.tools(contract, gate, started_at, node)
-                store.create_run(
-                    kit.new_run(
-                        run_id, contract, gate, tools, started_at, labels=labels, tree=place
-                    )
-                )
-                if not drive:
-                    return None
-                engine = kit.engine(
-                    contract, tools, store.load_run(run_id), gate, node, owns_sessions=True
-                )
-                return await _ended(kit, await engine.drive(resumed=False))
-
-    def _role(self, contract: TaskContract) -> Role | None:
-        """The role the contract names, from this harness's roles file."""
-        if contract.role is None:
-            return None
-        if self.roles is None:
-            raise ConfigError(
-                f"the contract names the role {contract.role!r}, but this harness has no roles "
-                "file (Harness(roles=...))"
-            )
-        return self.roles.get(contract.role)
-
-    def _provider_for(self, role: Role | None) -> Provider:
-        """The role's provider when it names one; this harness's otherwise."""
-        if role is None or role.provider is None:
-            return self.provider
-        from io_harness.providers._spec import provider_from_spec
-
-        return provider_from_spec(role.provider)
-
-    def _compaction(self, role: Role | None) -> Compaction | None:
-        """The role's compaction setting when it has one; this harness's otherwise."""
-        if role is not None and role.compaction is not None:
-            return role.compaction
-        return self.compaction
-
-    def _window(
-        self, role: Role | None, provider: Provider, prices: PriceTable | None
-    ) -> int | None:
-        """The model's context window, when compaction is on: the role's, the provider's or the
-        price table's, in that order; compaction without one is a ConfigError."""
-        if self._compaction(role) is None:
-            return None
-        if role is not None and role.context_window is not None:
-            return role.context_window
-        said = getattr(provider, "context_window", None)
-        if isinstance(said, int) and said > 0:
-            return said
-        price = prices.price_for(provider.model) if prices is not None else None
-        if price is not None and price.context_window is not None:
-            return price.context_window
-        raise ConfigError(
-            f"compaction needs the context window of {provider.model!r}: give it in the roles "
-            "file (context_window), on the provider, or in the price table (context_window)"
-        )
-
-    def _kit(
-        self,
-        provider: Provider,
-        role: Role | None,
-        chosen: RunSandbox,
-        caller: Toolbox,
-        skills: tuple[Skill, ...],
-        setup: RunSetup,
-        sessions: McpSessions | None,
-        prices: PriceTable | None,
-    ) -> AgentKit:
-        return AgentKit(
-            provider=provider,
-            role=role,
-            store=self.store,
-            observer=self.observer,
-            prices=prices,
-            approver=self.approver,
-            chosen=chosen,
-            caller=caller,
-            skills=skills,
-            memory=setup.memory,
-            setup_json=setup.model_dump_json(),
-            sessions=sessions,
-            compaction=self._compaction(role),
-            window=self._window(role, provider, prices),
-        )
-
-    def _tree(
-        self, kit: AgentKit, root_id: str, containment: Containment, started_at: float
-    ) -> Tree:
-        """The tree a run roots (or a resume of it rebuilds), with ``kit`` as its driver."""
-        nodes = self.store.tree(root_id)
-        ledger = (
-            Ledger.restored(containment, self.store, root_id)
-            if nodes
-            else Ledger(containment, started_at)
-        )
-        currency = kit.prices.currency if kit.prices is not None else ""
-        kit.tree = Tree(root_id, containment, ledger, self.store, kit, currency)
-        return kit.tree
+        async with prepared_new(self, contract, run_id, labels) as prepared:
+            return await drive(prepared)
 
     async def resume(
         self,
@@ -436,50 +264,10 @@ class Harness:
             )
         if place is not None and decision is not None:
             decision = decide_in_tree(store, run_id, decision)
-        with store.lease(run_id):
-            stored = store.load_run(run_id)
-            if WAITING_LABEL in stored.labels and store.restart_clock(run_id, WAITING_LABEL):
-                stored = store.load_run(run_id)  # a queued run's first drive: its clock starts
-            if stored.status == "finished":
-                if decision is not None:
-                    raise ConfigError(f"run {run_id!r} has finished; it takes no decision")
-                return RunResult.from_stored(stored)
-            if stored.status == "awaiting" and stored.pending is None:
-                raise StorageError(f"run {run_id!r} is awaiting approval but holds no open request")
-            contract = stored_contract(stored)
-            contract.check()
-            prices = self.prices if self.prices is not None else stored_prices(stored)
-            role = self._role(contract)
-            provider = self._provider_for(role)
-            check_prices(contract, provider, prices)
-            gate, replaced = stored_gate(
-                stored, contract, self.approver, self.policy, replace_policy
-            )
-            resumption = Resumption(stored.pending, decision_for(stored, gate, decision), replaced)
-            net = RunNet.of(gate, provider)
-            check_criterion(contract, gate)
-            check_endpoints(provider, net)
-            setup = RunSetup.stored(stored)
-            caller = setup.caller_tools_from(self._tools_now(), run_id)
-            skills = setup.skills_again(run_id, contract, gate)
-            servers = setup.mcp_from(self.mcp, run_id)
-            chosen = choose_sandbox(self.sandbox, stored.sandbox_json, run_id)
-            contained = server_sandbox(contract, gate, chosen)
-            check_sandboxes(servers, contained)
-            await check_mcp_start(servers, gate)
-            with checking(net), keeping_private(self.store.files()):
-                may_start = partial(mcp_start_refusal, gate=gate)
-                async with mcp_sessions(servers, may_start, contained) as sessions:
-                    kit = self._kit(provider, role, chosen, caller, skills, setup, sessions, prices)
-                    node = None
-                    if stored.tree is not None:
-                        containment = stored_containment(stored)
-                        tree = self._tree(kit, run_id, containment, stored.started_at)
-                        node = tree.node(run_id, 0, contract, gate)
-                    tools = kit.tools(contract, gate, stored.started_at, node)
-                    engine = kit.engine(contract, tools, stored, gate, node, owns_sessions=True)
-                    result = await engine.drive(resumed=True, resumption=resumption)
-                    return await _ended(kit, result)
+        async with prepared_stored(self, run_id, decision, replace_policy) as prepared:
+            if isinstance(prepared, RunResult):
+                return prepared
+            return await drive(prepared)
 
     def run_sync(
         self,
@@ -525,7 +313,8 @@ class Harness:
         if run_id is None:
             run_id = new_run_id()
         queued = checked_labels(labels) | {QUEUE_LABEL: ENTRYPOINT, WAITING_LABEL: "1"}
-        await self._start(contract, run_id, queued, drive=False)
+        async with prepared_new(self, contract, run_id, queued):
+            pass  # stored, not driven: a worker drives it from the store
         try:
             await put(url, [run_id])
         except StorageError as exc:
@@ -607,37 +396,6 @@ class Harness:
         twin.provider = provider
         twin._first_box = None
         return twin
-
-
-async def _ended(kit: AgentKit, result: RunResult) -> RunResult:
-    """A root's result, after its tree's isolated copies are removed (when it is over)."""
-    if kit.tree is not None and result.outcome is not RunOutcome.AWAITING_APPROVAL:
-        kit.tree.remove_copies()
-    return result
-
-
-def stored_containment(stored: StoredRun) -> Containment:
-    """The containment a tree's root was started with."""
-    assert stored.tree is not None
-    return stored_model(Containment, stored.tree.tree_json, "a containment", stored.id)
-
-
-def decide_in_tree(store: Store, root_id: str, decision: Decision) -> Decision | None:
-    """Store ``decision`` on the action the tree awaits, when an agent under the root awaits it.
-
-    The root's own awaited action keeps the decision for the resume to use.
-    """
-    if store.approvals(root_id):
-        return decision
-    for node in store.tree(root_id):
-        waiting = store.approvals(node.run.id)
-        if waiting:
-            store.decide(
-                waiting[0].id,
-                decision if decision.by else decision.model_copy(update={"by": "resume()"}),
-            )
-            return None
-    raise ConfigError(f"run {root_id!r} and its sub-agents await no decision; it takes none")
 
 
 # -- the module-level conveniences -------------------------------------------------

@@ -1,36 +1,25 @@
 """One agent's trace laid out step by step: what the template shows of each step.
 
-Every row of the trace lands in exactly one step (the step it names), and a
-row that belongs to a tool call (its gate decisions, its sandbox events, its
-memory changes, its approval) is shown with that call. Messages follow the
-rule ``ioh show`` uses: the n-th assistant message and what follows it (its
-tool results, the check's feedback) are step n's; the task is step 0's.
+The steps, and which rows are a tool call's, are the trace by step
+(``store/_by_step.py``), the view ``ioh show`` prints too. What is added here
+is the page's: anchors, arguments laid out, each write's file change, a
+spawn's link to its child's section, a check's parts and the feedback the
+model read after it, and each message's blocks with links to the call cards
+that show its calls and results whole.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from io_harness._report._diffs import FileChange, file_changes
-from io_harness.messages import Message, TextBlock, ThinkingBlock, ToolCall, ToolResult
-from io_harness.store import (
-    ApprovalTrace,
-    CompactionTrace,
-    McpEventTrace,
-    MemoryTrace,
-    PermissionTrace,
-    ProviderCallTrace,
-    SandboxEventTrace,
-    StepTrace,
-    ToolCallTrace,
-    Trace,
-    TreeEventTrace,
-    VerificationTrace,
-)
+from io_harness.messages import TextBlock, ThinkingBlock, ToolCall, ToolResult
+from io_harness.store import StepTrace, ToolCallTrace, Trace, VerificationTrace
+from io_harness.store._by_step import CallRows, StepMessage, TraceStep, trace_by_step
 
 __all__ = [
     "Argument",
@@ -40,9 +29,9 @@ __all__ = [
     "CheckView",
     "Link",
     "MessageView",
-    "PassView",
     "StepView",
     "steps_of",
+    "task_text",
 ]
 
 _INLINE_CHARS = 80
@@ -58,23 +47,22 @@ class Argument:
     block: bool
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class CallView:
-    """A tool call with everything recorded about it."""
+    """A tool call's card: the call with every row that names it, and what the page adds."""
 
     anchor: str
-    row: ToolCallTrace
+    rows: CallRows
     arguments: list[Argument]
     change: FileChange | None = None
-    permissions: list[PermissionTrace] = field(default_factory=list)
-    sandbox: list[SandboxEventTrace] = field(default_factory=list)
-    memory: list[MemoryTrace] = field(default_factory=list)
-    approvals: list[ApprovalTrace] = field(default_factory=list)
-    tree: list[TreeEventTrace] = field(default_factory=list)
-    """The spawn (or refusal) this call made, as the tree recorded it."""
     child: str | None = None
     """The anchor of the sub-agent this call spawned."""
     child_id: str | None = None
+
+    @property
+    def row(self) -> ToolCallTrace:
+        """The call's row."""
+        return self.rows.row
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,36 +128,30 @@ class MessageView:
 
 
 @dataclass(frozen=True, slots=True)
-class PassView:
-    """One compaction pass: its summaries and the messages it left out of the model's view."""
-
-    step: int
-    at: float
-    summaries: tuple[str, ...]
-    deleted: tuple[int, ...]
-
-
-@dataclass(slots=True)
 class StepView:
-    """One step and every row of the trace that names it."""
+    """One step of the page: the step's rows (``rows``), and its cards and messages.
 
-    number: int
+    ``rows`` keeps the rows no card shows: the model's attempts, the
+    compaction passes before the step, and the decisions, sandbox and MCP
+    events, memory changes, approvals and tree events that name no call.
+    """
+
     anchor: str
-    row: StepTrace | None = None
-    messages: list[MessageView] = field(default_factory=list)
-    attempts: list[ProviderCallTrace] = field(default_factory=list)
-    calls: list[CallView] = field(default_factory=list)
-    checks: list[CheckView] = field(default_factory=list)
-    permissions: list[PermissionTrace] = field(default_factory=list)
-    """Decisions on no listed call: the criterion's commands, a call refused before a row."""
-    sandbox: list[SandboxEventTrace] = field(default_factory=list)
-    memory: list[MemoryTrace] = field(default_factory=list)
-    approvals: list[ApprovalTrace] = field(default_factory=list)
-    mcp: list[McpEventTrace] = field(default_factory=list)
-    tree: list[TreeEventTrace] = field(default_factory=list)
-    passes: list[PassView] = field(default_factory=list)
-    pass_attempts: set[int] = field(default_factory=set)
-    """The attempts (by number) that answered a compaction pass, not the step's request."""
+    rows: TraceStep
+    messages: list[MessageView]
+    """The step's messages; step 0's (the task) are shown above the steps, not here."""
+    calls: list[CallView]
+    checks: list[CheckView]
+
+    @property
+    def number(self) -> int:
+        """The step's number; 0 for rows of no step (the run's start, its closing record)."""
+        return self.rows.number
+
+    @property
+    def row(self) -> StepTrace | None:
+        """The committed step; ``None``: begun and not committed (a failure, a deferral)."""
+        return self.rows.row
 
     @property
     def verdict(self) -> bool | None:
@@ -198,88 +180,64 @@ def steps_of(
     prefix: str,
     *,
     single_file: str | None = None,
-    children: dict[str, tuple[str, str]] | None = None,
+    children: Mapping[str, tuple[str, str]] | None = None,
 ) -> list[StepView]:
-    """``trace``'s rows by step, anchors prefixed with ``prefix``.
+    """``trace``'s steps as the page shows them, anchors prefixed with ``prefix``.
 
-    ``single_file`` names a single-file run's file; ``children`` maps a spawn
-    call's id to its child's (anchor, run id).
+    Every step a row names is shown; step 0 only when a row names it, as its
+    messages (the task) are shown above the steps. ``single_file`` names a
+    single-file run's file; ``children`` maps a spawn call's id to its
+    child's (anchor, run id).
     """
-    steps: dict[int, StepView] = {}
-
-    def step(number: int) -> StepView:
-        if number not in steps:
-            steps[number] = StepView(number, f"{prefix}-s{number}")
-        return steps[number]
-
-    for row in trace.steps:
-        step(row.step).row = row
-    for attempt in trace.provider_calls:
-        step(attempt.step).attempts.append(attempt)
-
     approved = {
         a.request.call_id: a.request.diff for a in trace.approvals if a.request.diff is not None
     }
     changes = file_changes(trace.tool_calls, single_file, approved)
-    cards: dict[tuple[int, str], CallView] = {}
-    for call in trace.tool_calls:
-        card = CallView(
-            anchor=f"{prefix}-s{call.step}-c{call.seq}",
-            row=call,
-            arguments=_arguments(call.arguments),
-            change=changes.get((call.step, call.seq)),
-        )
-        if call.name == "spawn_agent" and children and call.call_id in children:
-            card.child, card.child_id = children[call.call_id]
-        cards.setdefault((call.step, call.call_id), card)
-        step(call.step).calls.append(card)
+    return [
+        _step_view(step, prefix, changes, children or {})
+        for step in trace_by_step(trace)
+        if step.number or step.has_rows
+    ]
 
-    for permission in trace.permissions:
-        owner = cards.get((permission.step, permission.call_id))
-        (owner.permissions if owner else step(permission.step).permissions).append(permission)
-    for event in trace.sandbox_events:
-        owner = cards.get((event.step, event.call_id))
-        (owner.sandbox if owner else step(event.step).sandbox).append(event)
-    for change in trace.memory:
-        number = change.step or 0
-        owner = cards.get((number, change.call_id or ""))
-        (owner.memory if owner else step(number).memory).append(change)
-    for approval in trace.approvals:
-        owner = cards.get((approval.step, approval.request.call_id))
-        (owner.approvals if owner else step(approval.step).approvals).append(approval)
-    for mcp in trace.mcp_events:
-        step(mcp.step).mcp.append(mcp)
-    by_call = {card.row.call_id: card for card in cards.values()}
-    for tree_event in trace.tree_events:
-        # A spawn is stored before its step commits; it belongs with the call that made it.
-        spawner = by_call.get(str(tree_event.detail.get("call_id", "")))
-        (spawner.tree if spawner else step(tree_event.step).tree).append(tree_event)
 
-    passes = _passes(trace.compactions)
-    for one in passes:
-        before = step(one.step)
-        before.passes.append(one)
-        # A pass's edits are stored as soon as its answer is in: its answer is the step's
-        # last answered attempt begun before them.
-        answered = [a for a in before.attempts if a.error_kind is None and a.started_at <= one.at]
-        if answered:
-            before.pass_attempts.add(max(answered, key=lambda a: a.started_at).attempt)
-    for check in trace.verifications:
-        step(check.step).checks.append(_check(check, f"{prefix}-s{check.step}-v{check.seq}"))
-
-    left_out = {seq: one.step for one in passes for seq in one.deleted}
-    links = {key: Link(card.row.name, card.anchor) for key, card in cards.items()}
-    for position, (number, message) in enumerate(_by_step(trace.messages), start=1):
-        if number == 0:
-            continue  # the task is the agent's, shown above its steps
+def _step_view(
+    step: TraceStep,
+    prefix: str,
+    changes: Mapping[tuple[int, int], FileChange],
+    children: Mapping[str, tuple[str, str]],
+) -> StepView:
+    calls = [_call_view(call, prefix, changes, children) for call in step.calls]
+    checks = [_check(row, f"{prefix}-s{row.step}-v{row.seq}") for row in step.verifications]
+    links: dict[str, Link] = {}
+    for card in calls:  # a message's call is the step's first of its id, as a row's is
+        links.setdefault(card.row.call_id, Link(card.row.name, card.anchor))
+    failed = [check for check in checks if not check.row.passed]
+    messages = []
+    for placed in step.messages if step.number else ():
         told = None
-        failed = [c for c in step(number).checks if not c.row.passed]
-        if message.role == "user" and failed:
-            failed[-1].feedback.append(message.text)
+        if placed.message.role == "user" and failed:
+            failed[-1].feedback.append(placed.message.text)
             told = failed[-1].anchor
-        view = _message(position, message, number, links, left_out.get(position), told)
-        step(number).messages.append(view)
-    return [steps[number] for number in sorted(steps)]
+        messages.append(_message(placed, links, told))
+    return StepView(f"{prefix}-s{step.number}", step, messages, calls, checks)
+
+
+def _call_view(
+    call: CallRows,
+    prefix: str,
+    changes: Mapping[tuple[int, int], FileChange],
+    children: Mapping[str, tuple[str, str]],
+) -> CallView:
+    row = call.row
+    child = children.get(row.call_id) if row.name == "spawn_agent" else None
+    return CallView(
+        anchor=f"{prefix}-s{row.step}-c{row.seq}",
+        rows=call,
+        arguments=_arguments(row.arguments),
+        change=changes.get((row.step, row.seq)),
+        child=child[0] if child else None,
+        child_id=child[1] if child else None,
+    )
 
 
 def task_text(trace: Trace) -> str:
@@ -287,21 +245,11 @@ def task_text(trace: Trace) -> str:
     return trace.messages[0].text if trace.messages else ""
 
 
-def _by_step(messages: Sequence[Message]) -> Iterable[tuple[int, Message]]:
-    number = 0
-    for message in messages:
-        number += message.role == "assistant"
-        yield number, message
-
-
 def _message(
-    position: int,
-    message: Message,
-    number: int,
-    links: dict[tuple[int, str], Link],
-    left_out_before: int | None,
-    feedback_of: str | None,
+    placed: StepMessage, links: Mapping[str, Link], feedback_of: str | None
 ) -> MessageView:
+    """A message's blocks, its calls and results that a card shows as links to the card."""
+    message = placed.message
     blocks: list[Block] = []
     calls: list[Link] = []
     results: list[Link] = []
@@ -311,7 +259,7 @@ def _message(
         elif isinstance(block, ThinkingBlock):
             blocks.append(Block("thinking", "(redacted)" if block.redacted else block.text))
         elif isinstance(block, ToolCall):
-            link = links.get((number, block.id))
+            link = links.get(block.id)
             if link is not None:
                 calls.append(link)
                 continue
@@ -322,18 +270,18 @@ def _message(
             )
             blocks.append(Block("call", text, block.name))
         elif isinstance(block, ToolResult):
-            link = links.get((number, block.tool_use_id))
+            link = links.get(block.tool_use_id)
             if link is not None:
                 results.append(Link(link.name, link.anchor, block.is_error))
                 continue
             blocks.append(Block("result", block.content, "", block.is_error))
     return MessageView(
-        position,
+        placed.position,
         message.role,
         tuple(blocks),
         tuple(calls),
         tuple(results),
-        left_out_before,
+        placed.left_out_before,
         feedback_of,
     )
 
@@ -376,19 +324,3 @@ def _check(row: VerificationTrace, anchor: str) -> CheckView:
         parts.append(CheckPart(depth, one.passed, one.criterion, one.summary, one.output))
         pending[:0] = [(depth + 1, part) for part in one.parts]
     return CheckView(anchor, row, parts)
-
-
-def _passes(edits: Sequence[CompactionTrace]) -> list[PassView]:
-    """Compaction passes from their rows: a pass's edits share its step and time."""
-    grouped: dict[tuple[int, float], list[CompactionTrace]] = {}
-    for edit in edits:
-        grouped.setdefault((edit.step, edit.at), []).append(edit)
-    return [
-        PassView(
-            step,
-            at,
-            tuple(e.text for e in rows if e.kind == "summary" and e.text),
-            tuple(e.message for e in rows if e.kind == "delete" and e.message is not None),
-        )
-        for (step, at), rows in grouped.items()
-    ]

@@ -33,6 +33,7 @@ from io_harness.cli._launch import (
     stored_provider,
     stored_roles,
 )
+from io_harness.cli._live import LiveReport
 from io_harness.cli._output import write_out
 from io_harness.cli._permissions import (
     PausedStatus,
@@ -42,8 +43,10 @@ from io_harness.cli._permissions import (
     render_pending,
 )
 from io_harness.cli._queue import requeue_decided
-from io_harness.cli._render import LiveReport, Money, render_result, render_runs, render_trace
+from io_harness.cli._render import Money, render_result
+from io_harness.cli._runs_listing import render_runs
 from io_harness.cli._sandbox import sandbox_choice
+from io_harness.cli._show import render_trace
 from io_harness.cli._signals import run_to_end
 from io_harness.cli._text import PipeConsole, escape, say
 from io_harness.cli._words import (
@@ -55,8 +58,8 @@ from io_harness.cli._words import (
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError
 from io_harness.loop import DEFAULT_SANDBOX, RunOutcome, RunResult
-from io_harness.loop._resuming import stored_contract, stored_prices
 from io_harness.policy import Approver, Policy
+from io_harness.prepare._reading import stored_contract, stored_prices
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider, Replay
 from io_harness.providers._spec import provider_from_specs

@@ -7,7 +7,11 @@ store's version is ``PRAGMA user_version``, a PostgreSQL store's the row of
 ``store_format``.
 
 Every table is part of the trace an operator can query with plain SQL. JSON
-columns hold the canonical pydantic models' JSON.
+columns hold the canonical pydantic models' JSON. A table's columns are the
+fields of the record that writes its rows (``_records.py``) and of the one
+that reads them (``_trace.py``, ``_rows.py``), but for the differences
+``tests/test_store_tables.py`` lists with their reasons: a column added
+here needs its field in both.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ the children's runs.
 """
 
 from io_harness.trees._containment import SPAWN_TOOL, Containment, SpawnCap
+from io_harness.trees._driver import ChildDriver, new_tree
 from io_harness.trees._ledger import Ledger
 from io_harness.trees._node import AgentNode
 from io_harness.trees._spawn import SpawnArgs, SpawnTool
@@ -22,6 +23,7 @@ from io_harness.trees._tree import ChildSpec, Tree, TreeDriver
 __all__ = [
     "SPAWN_TOOL",
     "AgentNode",
+    "ChildDriver",
     "ChildSpec",
     "Containment",
     "Ledger",
@@ -30,4 +32,5 @@ __all__ = [
     "SpawnTool",
     "Tree",
     "TreeDriver",
+    "new_tree",
 ]

@@ -148,7 +148,7 @@ class AgentNode:
             if refused is not None:
                 return self._refuse(call_id, *refused)
             spec = child_spec(self, call_id, args)
-            self.tree.driver.create_child(spec)
+            self.tree.driver.create_child(spec, self)
             self.tree.ledger.admit()
             existing = spec.run_id
         task = asyncio.create_task(self._drive(existing), name=f"ioh-agent-{existing}")

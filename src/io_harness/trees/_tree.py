@@ -39,8 +39,8 @@ class ChildSpec:
 class TreeDriver(Protocol):
     """What the harness does for a tree: create a child run, and drive any agent of it."""
 
-    def create_child(self, spec: ChildSpec) -> None:
-        """Store the child's run, its ``spawn`` row with it."""
+    def create_child(self, spec: ChildSpec, parent: AgentNode) -> None:
+        """Store the child ``parent`` spawned, its ``spawn`` row with it."""
         ...
 
     async def drive_child(self, run_id: str, parent: AgentNode) -> RunResult:
