@@ -12,8 +12,9 @@ subtracted from every step, so what is left is the harness's own cost.
 
 Nothing in the library is changed: the timings come from wrappers installed by
 this script only (``commit_step`` on the store instance, ``complete`` on the
-provider instance, and the class attributes ``RunTools.dispatch``,
-``Engine._verify`` and ``Engine.drive``).
+provider instance, the class attributes ``RunTools.dispatch`` and
+``Engine.drive``, and the step's check, ``verify``, where the engine's phases
+call it).
 
 A step runs from the end of the previous step's commit (for step 1: the start
 of ``Engine.drive``) to the end of its own commit, and splits into:
@@ -22,7 +23,7 @@ of ``Engine.drive``) to the end of its own commit, and splits into:
               checks, building the CompletionRequest (and the observer
               hand-off of the previous step, none here)
     dispatch  RunTools.dispatch (argument validation, the gate and the tool)
-    verify    Engine._verify (the criterion, its row and event); only step S
+    verify    verify (the criterion, its row and event); only step S
     commit    store.commit_step (one transaction; with durability "full",
               an fsync of the WAL)
     other     the rest: handling the answer, building the step's rows and
@@ -73,6 +74,8 @@ from io_harness import (
     WorkspaceFileContains,
     run,
 )
+from io_harness.loop import _acting, _checking
+from io_harness.loop import _engine as engine_module
 from io_harness.loop._engine import Engine
 from io_harness.testing import ScriptedProvider, reply
 from io_harness.tools import RunTools
@@ -162,7 +165,7 @@ class _Active:
 
 _active_run = _Active()
 _original_dispatch = RunTools.dispatch
-_original_verify = Engine._verify
+_original_verify = _checking.verify
 _original_drive = Engine.drive
 
 
@@ -179,10 +182,10 @@ async def _timed_dispatch(self: RunTools, call: ToolCall, **options: Any) -> Any
         _active().current.dispatch += now() - started
 
 
-async def _timed_verify(self: Engine, *args: Any, **kwargs: Any) -> bool:
+async def _timed_verify(engine: Engine, *args: Any, **kwargs: Any) -> bool:
     started = now()
     try:
-        return await _original_verify(self, *args, **kwargs)
+        return await _original_verify(engine, *args, **kwargs)
     finally:
         _active().current.verify += now() - started
 
@@ -194,7 +197,9 @@ async def _timed_drive(self: Engine, *args: Any, **kwargs: Any) -> Any:
 
 def _install_class_wrappers() -> None:
     RunTools.dispatch = _timed_dispatch  # type: ignore[method-assign]
-    Engine._verify = _timed_verify  # type: ignore[method-assign]
+    # The phases that check import verify by name: each module's name is wrapped.
+    _acting.verify = _timed_verify
+    engine_module.verify = _timed_verify
     Engine.drive = _timed_drive  # type: ignore[method-assign]
 
 

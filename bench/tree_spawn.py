@@ -36,8 +36,9 @@ the model costs next to nothing and what is timed is the harness.
 
 ``--split`` then times, from outside, the functions of the harness a child
 goes through (wrappers installed by this script only, on the classes
-``AgentKit``, ``RunTools``, ``AgentNode`` and ``SqliteStore`` and on
-``remove_partial_writes`` in ``io_harness.loop._setup``), over ``--repeat``
+``RunKit``, ``RunTools``, ``ChildDriver`` and ``SqliteStore``, on the
+trees' ``child_spec`` and ``child_report``, and on ``remove_partial_writes``
+in ``io_harness.prepare._setup``), over ``--repeat``
 spawn runs and as many baseline runs, and prints each one's wall time per
 child. ``--profile`` runs one spawn run under :mod:`cProfile` and prints its
 top entries by own time and by cumulative time.
@@ -86,12 +87,13 @@ from io_harness import (
     Usage,
     WorkspaceFileContains,
 )
-from io_harness._agents import AgentKit
-from io_harness.loop import _setup
+from io_harness.prepare import _setup
+from io_harness.prepare._kit import RunKit
 from io_harness.store._sqlite import SqliteStore
 from io_harness.testing import ScriptedProvider, reply
 from io_harness.tools._run_tools import RunTools
-from io_harness.trees import AgentNode
+from io_harness.trees import ChildDriver
+from io_harness.trees import _node as tree_node
 
 Mode = Literal["spawn", "baseline"]
 TARGET_MS = 5.0
@@ -260,15 +262,15 @@ class Split:
 
 
 SPLIT: tuple[tuple[object, str, str], ...] = (
-    (AgentKit, "tools", "an agent's tools (AgentKit.tools)"),
+    (RunKit, "tools", "an agent's tools (RunKit.tools)"),
     (RunTools, "__init__", "  their specs (RunTools.__init__)"),
     (_setup, "remove_partial_writes", "  clearing partial writes (a walk)"),
-    (AgentKit, "create_child", "a child's run (AgentKit.create_child)"),
-    (AgentKit, "new_run", "  its row (AgentKit.new_run)"),
+    (ChildDriver, "create_child", "a child's run (ChildDriver.create_child)"),
+    (RunKit, "new_run", "  its row (RunKit.new_run)"),
     (SqliteStore, "create_run", "  store.create_run"),
-    (AgentNode, "_child", "its contract, policy, id (AgentNode._child)"),
+    (tree_node, "child_spec", "its contract, policy, id (trees child_spec)"),
     (SqliteStore, "tree", "  store.tree"),
-    (AgentNode, "_report", "its report to the parent (AgentNode._report)"),
+    (tree_node, "child_report", "its report to the parent (trees child_report)"),
     (SqliteStore, "trace", "  store.trace"),
     (SqliteStore, "commit_step", "store.commit_step"),
     (SqliteStore, "load_run", "store.load_run"),

@@ -18,7 +18,8 @@ import pytest
 
 from io_harness import Policy, RunOutcome, Store, TaskContract, run_sync
 from io_harness._demo import CASSETTE
-from io_harness.cli import _parser, main
+from io_harness.cli import main
+from io_harness.cli._parser import ioh_parser
 from io_harness.errors import HarnessError
 from io_harness.testing import ScriptedProvider, call, reply
 from loopback import CapturedRequest, LoopbackServer, Reply
@@ -87,7 +88,7 @@ def test_debug_after_the_command_shows_the_traceback(
 
 
 def test_every_command_takes_debug(capsys: pytest.CaptureFixture[str]) -> None:
-    for path in commands(_parser()):
+    for path in commands(ioh_parser()):
         with pytest.raises(SystemExit):
             main([*path, "--help"])
         assert "--debug" in capsys.readouterr().out, path
@@ -230,7 +231,7 @@ def synopsis() -> dict[tuple[str, ...], set[str]]:
 
 
 def test_the_docs_synopsis_lists_every_option_each_command_has() -> None:
-    parsers = commands(_parser())
+    parsers = commands(ioh_parser())
     listed = synopsis()
 
     assert {("approve",), ("deny",), ("demo",)} <= set(listed)

@@ -31,6 +31,7 @@ __all__ = [
     "CappedOutput",
     "ProcessOutcome",
     "Stream",
+    "feed_stdin",
     "in_thread",
     "run_process",
 ]
@@ -164,7 +165,8 @@ class CappedOutput:
         return head + tail
 
 
-def _feed(stream: IO[bytes], data: bytes) -> None:
+def feed_stdin(stream: IO[bytes], data: bytes) -> None:
+    """Write ``data`` to a child's stdin, then close it: the child reads its end of input."""
     # Small inputs (a key, a spec) fit the pipe; a child that exits unread is no error.
     with contextlib.suppress(BrokenPipeError, OSError):
         stream.write(data)
@@ -227,16 +229,7 @@ async def run_process(
     argv = tuple(argv)
     started = time.monotonic()
     try:
-        # Spawning is quick; the waits that follow run on threads, off the event loop.
-        proc = subprocess.Popen(  # noqa: ASYNC220
-            argv,
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        proc = _start(argv, cwd, env, stdin)
     except OSError as exc:
         return ProcessOutcome(
             argv=argv,
@@ -252,24 +245,9 @@ async def run_process(
     output = CappedOutput(output_cap)
     drains = output.drain_from(proc)
     if proc.stdin is not None:
-        _feed(proc.stdin, stdin or b"")
-    timed_out = False
-    try:
-        await in_thread(lambda: proc.wait(max(timeout, 0.0)))
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    finally:
-        # The group outlives its leader when the leader leaves children behind;
-        # killing it also closes the pipes those children hold.
-        _kill_group(proc)
-        proc.wait()
-    deadline = time.monotonic() + _DRAIN_SECONDS
-
-    def join_drains() -> None:
-        for drain in drains:
-            drain.join(max(0.0, deadline - time.monotonic()))
-
-    await in_thread(join_drains)
+        feed_stdin(proc.stdin, stdin or b"")
+    timed_out = await _wait_then_kill_group(proc, timeout)
+    await _join_drains(drains, time.monotonic() + _DRAIN_SECONDS)
     code = proc.returncode
     return ProcessOutcome(
         argv=argv,
@@ -281,3 +259,44 @@ async def run_process(
         truncated=output.truncated,
         duration=time.monotonic() - started,
     )
+
+
+def _start(
+    argv: tuple[str, ...], cwd: Path, env: Mapping[str, str] | None, stdin: bytes | None
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a new session, its output piped, its stdin piped only when given."""
+    # Spawning is quick; the waits that follow run on threads, off the event loop.
+    return subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+async def _wait_then_kill_group(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Wait at most ``timeout`` seconds for ``proc`` to exit, then kill its whole group (on
+    cancellation too); whether the timeout ended the wait."""
+    try:
+        await in_thread(lambda: proc.wait(max(timeout, 0.0)))
+    except subprocess.TimeoutExpired:
+        return True
+    finally:
+        # The group outlives its leader when the leader leaves children behind;
+        # killing it also closes the pipes those children hold.
+        _kill_group(proc)
+        proc.wait()
+    return False
+
+
+async def _join_drains(drains: Sequence[threading.Thread], deadline: float) -> None:
+    """Wait for the threads that read the output, until ``deadline`` at most."""
+
+    def join_drains() -> None:
+        for drain in drains:
+            drain.join(max(0.0, deadline - time.monotonic()))
+
+    await in_thread(join_drains)

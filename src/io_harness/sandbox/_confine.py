@@ -176,16 +176,36 @@ def lend_to(
     hidden: dict[str, set[str]] = {}  # a folder others may not enter -> the components needed
     for path in (*writable, *needed):
         _note_hidden(os.path.realpath(path), writable, hidden)
+    places = _places(hidden, [os.path.realpath(path) for path in needed], writable)
+    # Every tree is cloned before any folder is covered, while each is still reachable.
+    steps = _cloned(places, hidden, uid, gid)
+    # Outer paths first; a folder is mounted back into its cover before it is covered.
+    for place, is_folder, tree in sorted(steps, key=lambda step: (len(step[0]), step[2] < 0)):
+        _mount_one(libc, place, is_folder, tree)
+    _cover_and_keep(libc, masked or [], kept or [])
+
+
+def _places(hidden: dict[str, set[str]], needed: list[str], writable: list[str]) -> dict[str, bool]:
+    """Each path to mount back or lend, and whether it is lent to write: the components
+    needed inside each hidden folder (but those covered in turn), the paths of ``needed``
+    others may not enter, and every path of ``writable``."""
     places = {
         place: False
         for folder, names in hidden.items()
         for place in (os.path.join(folder, name) for name in names)
         if place not in hidden  # covered in turn, not mounted back
     }
-    needed = [os.path.realpath(path) for path in needed]
     places.update({path: False for path in needed if not _open_to_others(path)})
     places.update(dict.fromkeys(writable, True))
-    # Every tree is cloned before any folder is covered, while each is still reachable.
+    return places
+
+
+def _cloned(
+    places: dict[str, bool], hidden: dict[str, set[str]], uid: int, gid: int
+) -> list[tuple[str, bool, int]]:
+    """The mount steps: each hidden folder to cover (tree ``-1``), then each place with its
+    tree cloned, idmapped to ``uid`` when it is lent, or others may not use it, and
+    someone else owns it."""
     owners: dict[tuple[int, int], int] = {}  # a path's owner -> a namespace mapping it to uid
     steps: list[tuple[str, bool, int]] = [(folder, True, -1) for folder in hidden]
     for place, lent in places.items():
@@ -199,20 +219,23 @@ def lend_to(
         steps.append((place, os.path.isdir(place), _clone(place, mapped)))
     for namespace in owners.values():
         os.close(namespace)
-    # Outer paths first; a folder is mounted back into its cover before it is covered.
-    for place, is_folder, tree in sorted(steps, key=lambda step: (len(step[0]), step[2] < 0)):
-        _mountpoint(place, is_folder)
-        if tree < 0:
-            flags = _MS_NOSUID | _MS_NODEV
-            cover = libc.mount(b"tmpfs", place.encode(), b"tmpfs", flags, b"mode=0755")
-            _call(cover, f"covering {place}")
-            continue
-        moved = libc.syscall(
-            _SYS_MOVE_MOUNT, tree, b"", _AT_FDCWD, place.encode(), _MOVE_MOUNT_F_EMPTY_PATH
-        )
-        _call(moved, f"mounting {place}")
-        os.close(tree)
-    _cover_and_keep(libc, masked or [], kept or [])
+    return steps
+
+
+def _mount_one(libc: ctypes.CDLL, place: str, is_folder: bool, tree: int) -> None:
+    """Cover ``place`` with an empty tmpfs (``tree`` is ``-1``), or move the cloned ``tree``
+    onto it; either way ``place`` is made first if it is not there."""
+    _mountpoint(place, is_folder)
+    if tree < 0:
+        flags = _MS_NOSUID | _MS_NODEV
+        cover = libc.mount(b"tmpfs", place.encode(), b"tmpfs", flags, b"mode=0755")
+        _call(cover, f"covering {place}")
+        return
+    moved = libc.syscall(
+        _SYS_MOVE_MOUNT, tree, b"", _AT_FDCWD, place.encode(), _MOVE_MOUNT_F_EMPTY_PATH
+    )
+    _call(moved, f"mounting {place}")
+    os.close(tree)
 
 
 def _cover_and_keep(libc: ctypes.CDLL, masked: list[str], kept: list[str]) -> None:

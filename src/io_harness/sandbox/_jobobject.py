@@ -26,8 +26,8 @@ from typing import ClassVar
 
 from io_harness._process import in_thread
 from io_harness.errors import SandboxError
+from io_harness.sandbox._command import command_env
 from io_harness.sandbox._disk import DiskMeter
-from io_harness.sandbox._spawn import command_env
 from io_harness.sandbox._types import (
     Cap,
     NetCheck,

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from io_harness._process import OUTPUT_CAP_BYTES, CappedOutput, _feed, in_thread
+from io_harness._process import OUTPUT_CAP_BYTES, CappedOutput, feed_stdin, in_thread
 from io_harness.errors import SandboxError
 from io_harness.sandbox._jobobject import (
     JOB_OBJECT_MSG_ACTIVE_PROCESS_ZERO,
@@ -272,46 +272,17 @@ if sys.platform == "win32":
         """Run ``argv`` in a new job under ``limits``; what it did, or why it did not start."""
         started = time.monotonic()
         job = _Job(limits)
-        try:
-            # Spawning is quick; every wait that follows runs on a thread.
-            proc = subprocess.Popen(  # noqa: ASYNC220
-                list(argv),
-                cwd=workdir,
-                env=dict(env),
-                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                creationflags=_CREATE_SUSPENDED
-                | subprocess.CREATE_NEW_PROCESS_GROUP
-                | subprocess.CREATE_NO_WINDOW,
-            )
-        except OSError as exc:
-            job.close()
-            spawn_error = f"{argv[0]}: {exc.strerror or exc}"
-            return JobRun(None, None, "", "", False, time.monotonic() - started, spawn_error)
-        try:
-            job.assign(proc.pid)
-        except OSError as exc:
-            proc.kill()  # still suspended, and outside the job
-            proc.communicate()
-            job.close()
-            return JobRun(None, None, "", "", False, time.monotonic() - started, str(exc))
+        proc = _start_in_job(job, argv, workdir, env, stdin)
+        if isinstance(proc, str):
+            return JobRun(None, None, "", "", False, time.monotonic() - started, proc)
         output = CappedOutput(min(limits.output_bytes, OUTPUT_CAP_BYTES), limit=limits.output_bytes)
         drains = output.drain_from(proc)
         if proc.stdin is not None:
-            _feed(proc.stdin, stdin or b"")
-
-        def watch() -> tuple[Cap | None, list[int], int]:
-            # The watcher alone reads the port and closes the job; others may only terminate it.
-            try:
-                cap, messages = _watch(job, output, started + limits.wall_seconds)
-                return cap, messages, int(job.accounting().TotalUserTime)
-            finally:
-                job.terminate()
-                job.close()
-
+            feed_stdin(proc.stdin, stdin or b"")
         try:
-            runner_cap, messages, user_time = await in_thread(watch)
+            runner_cap, messages, user_time = await in_thread(
+                lambda: _watch_then_close(job, output, started + limits.wall_seconds)
+            )
         finally:
             job.terminate()  # on cancellation too: the watcher sees the job empty, closes it
         code = await in_thread(proc.wait)
@@ -326,6 +297,52 @@ if sys.platform == "win32":
         # Killed at the output cap, the command's output ends early even if none was cut.
         truncated = output.truncated or cap == "output"
         return JobRun(code, cap, stdout, stderr, truncated, time.monotonic() - started, None)
+
+    def _start_in_job(
+        job: _Job,
+        argv: Sequence[str],
+        workdir: Path,
+        env: Mapping[str, str],
+        stdin: bytes | None,
+    ) -> subprocess.Popen[bytes] | str:
+        """``argv`` started suspended, put in ``job``, then resumed; or why it could not be
+        (the job closed then)."""
+        try:
+            # Spawning is quick; every wait that follows runs on a thread.
+            proc = subprocess.Popen(
+                list(argv),
+                cwd=workdir,
+                env=dict(env),
+                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                creationflags=_CREATE_SUSPENDED
+                | subprocess.CREATE_NEW_PROCESS_GROUP
+                | subprocess.CREATE_NO_WINDOW,
+            )
+        except OSError as exc:
+            job.close()
+            return f"{argv[0]}: {exc.strerror or exc}"
+        try:
+            job.assign(proc.pid)
+        except OSError as exc:
+            proc.kill()  # still suspended, and outside the job
+            proc.communicate()
+            job.close()
+            return str(exc)
+        return proc
+
+    def _watch_then_close(
+        job: _Job, output: CappedOutput, deadline: float
+    ) -> tuple[Cap | None, list[int], int]:
+        """:func:`_watch`, then the job's user time; the job is terminated and closed after."""
+        # The watcher alone reads the port and closes the job; others may only terminate it.
+        try:
+            cap, messages = _watch(job, output, deadline)
+            return cap, messages, int(job.accounting().TotalUserTime)
+        finally:
+            job.terminate()
+            job.close()
 
 else:
 

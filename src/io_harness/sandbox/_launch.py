@@ -67,27 +67,60 @@ def launch_args(
 
     The files are opened by the launcher, not passed in, so the whole line is a
     plain command any spawner can start (the MCP SDK's, for a sandboxed server)."""
+    return [
+        *_guard_and_limit_args(parent, scratch, cgroups or [], rlimits or {}),
+        *_lend_args(uid, gid, lend or [], need or [], mask or [], keep or [], code),
+        *_confine_args(landlock, seccomp, cwd, fds or {}),
+        "--",
+        *argv,
+    ]
+
+
+def _guard_and_limit_args(
+    parent: int | None, scratch: str | None, cgroups: list[str], rlimits: dict[str, list[int]]
+) -> list[str]:
+    """The options of what is done first: the guard's (``--parent``, ``--scratch``), the
+    cgroups joined, the rlimits set."""
     args: list[str] = []
     if parent is not None:
         args += ["--parent", str(parent)]
     if scratch is not None:
         args += ["--scratch", scratch]
-    for path in cgroups or ():
+    for path in cgroups:
         args += ["--cgroup", path]
-    for name, (soft, hard) in (rlimits or {}).items():
+    for name, (soft, hard) in rlimits.items():
         args += ["--rlimit", name, str(soft), str(hard)]
+    return args
+
+
+def _lend_args(
+    uid: int | None,
+    gid: int | None,
+    lend: list[str],
+    need: list[str],
+    mask: list[str],
+    keep: list[str],
+    code: str | None,
+) -> list[str]:
+    """The options of becoming another uid, and of what root lends it before (``lend_to``,
+    loaded from ``code``)."""
+    args: list[str] = []
     if uid is not None and gid is not None:
         args += ["--uid", str(uid), "--gid", str(gid)]
-    for path in lend or ():
-        args += ["--lend", path]
-    for path in need or ():
-        args += ["--need", path]
-    for path in mask or ():
-        args += ["--mask", path]
-    for path in keep or ():
-        args += ["--keep", path]
+    for option, paths in (("--lend", lend), ("--need", need), ("--mask", mask), ("--keep", keep)):
+        for path in paths:
+            args += [option, path]
     if code is not None:
         args += ["--code", code]
+    return args
+
+
+def _confine_args(
+    landlock: list[str] | None, seccomp: str | None, cwd: str | None, fds: dict[int, str]
+) -> list[str]:
+    """The options of the last steps: Landlock's writable paths, the seccomp filter, the
+    folder to enter, the files opened at given descriptors."""
+    args: list[str] = []
     if landlock is not None:
         args.append("--landlock")
         for path in landlock:
@@ -96,9 +129,9 @@ def launch_args(
         args += ["--seccomp", seccomp]
     if cwd is not None:
         args += ["--cwd", cwd]
-    for number, path in (fds or {}).items():
+    for number, path in fds.items():
         args += ["--fd", str(number), path]
-    return [*args, "--", *argv]
+    return args
 
 
 def _fail(message: str) -> None:

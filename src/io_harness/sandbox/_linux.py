@@ -15,9 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from io_harness.sandbox._command import LAUNCHER, Command, Wrapping, confine_code
 from io_harness.sandbox._disk import PrivateTmpfs
 from io_harness.sandbox._launch import launch_args
-from io_harness.sandbox._spawn import LAUNCHER, Command, ContainedSandbox, Wrapping, confine_code
+from io_harness.sandbox._spawn import ContainedSandbox
 
 __all__ = ["BubblewrapSandbox", "FloorSandbox", "LandlockSandbox", "NamespacesSandbox"]
 

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from io_harness.errors import SandboxError
-from io_harness.sandbox._spawn import Command, ContainedSandbox, Wrapping
+from io_harness.sandbox._command import Command, Wrapping
+from io_harness.sandbox._spawn import ContainedSandbox
 from io_harness.sandbox._types import Network, SandboxConfig, SandboxMode
 
 __all__ = [

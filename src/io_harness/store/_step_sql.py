@@ -59,6 +59,28 @@ def write_step(db: SqlConnection, run_id: str, record: StepRecord) -> None:
     check_writer_may_commit(db, run_id, record, steps, status)
     if record.counts_as_step:
         _insert_step(db, run_id, record)
+    _insert_attempts(db, run_id, record)
+    _insert_verifications(db, run_id, record)
+    if record.attempts:
+        db.execute(
+            "UPDATE runs SET cost_micros = cost_micros + ?,"
+            " unpriced_calls = unpriced_calls + ? WHERE id = ?",
+            (record.cost_micros, record.unpriced_calls, run_id),
+        )
+    insert_events(db, run_id, record.events)
+    insert_permissions(db, run_id, record.step, record.permissions)
+    insert_sandbox_events(db, run_id, record.step, record.sandbox_events)
+    insert_mcp_events(db, run_id, record.step, record.mcp_events)
+    insert_tree_events(db, run_id, record.step, record.tree_events)
+    _insert_compactions(db, run_id, record)
+    write_approvals(db, run_id, record)
+    _update_run(db, run_id, record)
+    if record.finish is not None:
+        _finish(db, run_id, record.finish)
+
+
+def _insert_attempts(db: SqlConnection, run_id: str, record: StepRecord) -> None:
+    """One ``provider_calls`` row for each attempt the step made."""
     db.executemany(
         "INSERT INTO provider_calls (run_id, step, attempt, provider, model, started_at,"
         " latency, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
@@ -86,6 +108,10 @@ def write_step(db: SqlConnection, run_id: str, record: StepRecord) -> None:
             for a in record.attempts
         ],
     )
+
+
+def _insert_verifications(db: SqlConnection, run_id: str, record: StepRecord) -> None:
+    """One ``verifications`` row for each time the step ran the criterion, in order."""
     db.executemany(
         "INSERT INTO verifications (run_id, step, seq, trigger, passed, criterion,"
         " summary, result, duration) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -104,19 +130,11 @@ def write_step(db: SqlConnection, run_id: str, record: StepRecord) -> None:
             for seq, v in enumerate(record.verifications, start=1)
         ],
     )
-    if record.attempts:
-        db.execute(
-            "UPDATE runs SET cost_micros = cost_micros + ?,"
-            " unpriced_calls = unpriced_calls + ? WHERE id = ?",
-            (record.cost_micros, record.unpriced_calls, run_id),
-        )
-    insert_events(db, run_id, record.events)
-    insert_permissions(db, run_id, record.step, record.permissions)
-    insert_sandbox_events(db, run_id, record.step, record.sandbox_events)
-    insert_mcp_events(db, run_id, record.step, record.mcp_events)
-    insert_tree_events(db, run_id, record.step, record.tree_events)
-    _insert_compactions(db, run_id, record)
-    write_approvals(db, run_id, record)
+
+
+def _update_run(db: SqlConnection, run_id: str, record: StepRecord) -> None:
+    """The run's columns a step sets: its journal (cleared once a step counts or the run
+    ends), and what it remembered, its policy and its sandbox, when the step gives them."""
     if record.journal_json is not None:
         db.execute("UPDATE runs SET journal = ? WHERE id = ?", (record.journal_json, run_id))
     elif record.counts_as_step or record.finish is not None:
@@ -126,8 +144,6 @@ def write_step(db: SqlConnection, run_id: str, record: StepRecord) -> None:
                           ("sandbox", record.sandbox_json)):  # fmt: skip
         if value is not None:
             db.execute(f"UPDATE runs SET {column} = ? WHERE id = ?", (value, run_id))
-    if record.finish is not None:
-        _finish(db, run_id, record.finish)
 
 
 def _insert_step(db: SqlConnection, run_id: str, record: StepRecord) -> None:
