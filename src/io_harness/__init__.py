@@ -65,7 +65,7 @@ if TYPE_CHECKING:
         ContentBlock,
         FinishReason,
         Message,
-        Role,
+        MessageRole,
         StreamDelta,
         TextBlock,
         ThinkingBlock,
@@ -150,7 +150,9 @@ if TYPE_CHECKING:
         VerificationTrace,
     )
     from io_harness.tools import (
+        FunctionTool,
         Tool,
+        ToolArgumentsError,
         Toolbox,
         ToolFailure,
         tool,
@@ -213,7 +215,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ContentBlock",
         "FinishReason",
         "Message",
-        "Role",
+        "MessageRole",
         "StreamDelta",
         "TextBlock",
         "ThinkingBlock",
@@ -260,7 +262,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "io_harness.providers": (
         "Anthropic",
         "Fallback",
-        "FunctionTool",
         "OpenAI",
         "OpenAICompatible",
         "OpenRouter",
@@ -318,7 +319,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "WorkspaceFileContains",
     ),
 }
-"""Each public name by the module that owns it; the names are loaded when first used."""
+"""Each public name by the module that owns it; the names are loaded when first used.
+
+The one list of the public surface: ``__all__`` and the ``TYPE_CHECKING`` imports above
+repeat it for type checkers, which read neither at run time, and
+``tests/test_public_surface.py`` holds both to it."""
 
 
 __all__ = [
@@ -355,6 +360,7 @@ __all__ = [
     "FileContains",
     "FileEquals",
     "FinishReason",
+    "FunctionTool",
     "Harness",
     "HarnessError",
     "HarnessOptions",
@@ -368,6 +374,7 @@ __all__ = [
     "MemoryLimits",
     "MemoryTrace",
     "Message",
+    "MessageRole",
     "Observer",
     "OpenAI",
     "OpenAICompatible",
@@ -388,7 +395,6 @@ __all__ = [
     "Replay",
     "ResumeError",
     "Retrying",
-    "Role",
     "Roles",
     "Rule",
     "RunEvent",
@@ -418,6 +424,7 @@ __all__ = [
     "ThinkingBlock",
     "TokenStreamed",
     "Tool",
+    "ToolArgumentsError",
     "ToolCall",
     "ToolCallTrace",
     "ToolCalled",

@@ -13,7 +13,7 @@ import copy
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict, Unpack
+from typing import TYPE_CHECKING, TypedDict, TypeVar, Unpack
 
 from io_harness._mcp import McpServer, ServerSandbox, check_servers
 from io_harness._mcp._session import check_sandboxes
@@ -168,19 +168,9 @@ class Harness:
             raise ConfigError(f"mcp must be a list of McpServer, not {type(mcp).__name__}")
         self.mcp: tuple[McpServer, ...] = tuple(mcp) if mcp is not None else ()
         check_servers(self.mcp)
-        if containment is not None and not isinstance(containment, Containment):
-            raise ConfigError(
-                f"containment must be a Containment, not {type(containment).__name__}"
-            )
-        self.containment = containment
-        if isinstance(roles, str | Path):
-            roles = Roles.from_toml(roles)
-        elif roles is not None and not isinstance(roles, Roles):
-            raise ConfigError(f"roles must be a Roles or a roles file, not {type(roles).__name__}")
-        self.roles = roles
-        if compaction is not None and not isinstance(compaction, Compaction):
-            raise ConfigError(f"compaction must be a Compaction, not {type(compaction).__name__}")
-        self.compaction = compaction
+        self.containment = _checked(containment, Containment, "containment")
+        self.roles = _roles(roles)
+        self.compaction = _checked(compaction, Compaction, "compaction")
         if not isinstance(sandbox, SandboxConfig) and sandbox is not DEFAULT_SANDBOX:
             # NO_SANDBOX, or a Sandbox of the caller's: known now, not only at the run.
             check_sandboxes(self.mcp, ServerSandbox(choose_sandbox(sandbox).sandbox, Path()))
@@ -396,6 +386,25 @@ class Harness:
         twin.provider = provider
         twin._first_box = None
         return twin
+
+
+T = TypeVar("T")
+
+
+def _checked(value: T | None, kind: type[T], name: str) -> T | None:
+    """``value`` when it is a ``kind`` (or ``None``); a ConfigError naming ``name`` otherwise."""
+    if value is not None and not isinstance(value, kind):
+        raise ConfigError(f"{name} must be a {kind.__name__}, not {type(value).__name__}")
+    return value
+
+
+def _roles(roles: Roles | str | Path | None) -> Roles | None:
+    """The roles a harness is given: loaded from a roles file's path, or as they are."""
+    if isinstance(roles, str | Path):
+        return Roles.from_toml(roles)
+    if roles is not None and not isinstance(roles, Roles):
+        raise ConfigError(f"roles must be a Roles or a roles file, not {type(roles).__name__}")
+    return roles
 
 
 # -- the module-level conveniences -------------------------------------------------

@@ -18,7 +18,7 @@ __all__ = [
     "ContentBlock",
     "FinishReason",
     "Message",
-    "Role",
+    "MessageRole",
     "StreamDelta",
     "TextBlock",
     "ThinkingBlock",
@@ -30,7 +30,7 @@ __all__ = [
     "storable_response",
 ]
 
-Role = Literal["system", "user", "assistant", "tool"]
+MessageRole = Literal["system", "user", "assistant", "tool"]
 FinishReason = Literal["stop", "tool_use", "length", "refusal", "content_filter"]
 
 
@@ -92,7 +92,7 @@ ContentBlock = Annotated[
 class Message(_Frozen):
     """One turn of the conversation."""
 
-    role: Role
+    role: MessageRole
     content: tuple[ContentBlock, ...] = ()
 
     @classmethod
