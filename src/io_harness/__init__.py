@@ -21,10 +21,11 @@ with the ``otel`` extra), ``io_harness.report`` (a run as an HTML page) and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from io_harness._lazy import lazy_exports
 
+# typing costs milliseconds to import, and `ioh --help` none of it: type checkers take
+# this name as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from io_harness._harness import (
         Harness,

@@ -12,17 +12,21 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING
 
+# typing costs milliseconds to import, and `ioh --help` none of it: type checkers take
+# this name as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
 
     from rich.console import Console
 
 __all__ = ["main"]
 
-DEFAULT_STORE = Path(".ioh") / "runs.db"
+DEFAULT_STORE = ".ioh/runs.db"
+"""Where runs are kept unless ``--store`` says otherwise, from the current folder (text:
+``--store`` converts it, and ``ioh --help`` need not load pathlib)."""
 EXIT_ERROR = 2
 EXIT_NOT_VERIFIED = 1
 EXIT_AWAITING = 3
@@ -33,6 +37,8 @@ EXIT_INTERRUPTED = 130
 def store_location(text: str) -> Path | str:
     """``--store``'s value: a SQLite file's path, or as given what is written as a URL or a
     connection string (``Store.open`` opens a PostgreSQL URL and refuses the others)."""
+    from pathlib import Path
+
     from io_harness._urls import looks_like_connection_string
 
     return text if "://" in text or looks_like_connection_string(text) else Path(text)
@@ -43,6 +49,8 @@ def store_missing(location: Path | str) -> bool:
 
     A database URL is never missing: opening it says whether it can be reached.
     """
+    from pathlib import Path
+
     return isinstance(location, Path) and not location.exists()
 
 

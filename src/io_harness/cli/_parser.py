@@ -8,14 +8,28 @@ function that does its work (``module:function`` in this package), which
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-from typing import Any
 
 from io_harness import __version__
 from io_harness.cli import DEFAULT_STORE, store_location
 from io_harness.providers._presets import SPEC_FORMS
 
+# typing costs milliseconds to import, and `ioh --help` none of it: type checkers take
+# this name as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
 __all__ = ["ioh_parser"]
+
+
+def _path(text: str) -> Path:
+    """A path argument, as argparse converts it (and a string default: ``"."``); pathlib is
+    loaded when an argument is parsed, not for ``ioh --help``."""
+    from pathlib import Path
+
+    return Path(text)
+
 
 STORED = " (default: what the run was started with)"
 """The help text's note on a flag whose default is stored with the run."""
@@ -50,14 +64,14 @@ def ioh_parser() -> argparse.ArgumentParser:
 def _add_run_commands(commands: Any) -> None:
     """``ioh run CONTRACT`` and ``ioh resume RUN_ID``."""
     sub = _with_store(commands.add_parser("run", help="run a contract (TOML) to an outcome"))
-    sub.add_argument("contract", type=Path, help="the contract file")
+    sub.add_argument("contract", type=_path, help="the contract file")
     _with_provider(sub)
     _with_policy_file(sub)
     _with_approver(sub)
     sub.add_argument("--run-id", help="name the run (default: generated)")
     sub.add_argument(
         "--roles",
-        type=Path,
+        type=_path,
         metavar="FILE",
         help="the roles file of a contract that names a role (default: roles.toml beside "
         "the contract); its role's provider answers instead of --provider when it names one",
@@ -127,13 +141,13 @@ def _add_permission_commands(commands: Any) -> None:
     policy = commands.add_parser("policy", help="show a policy or explain its verdict")
     policy_commands = policy.add_subparsers(dest="policy_command", required=True, metavar="WHAT")
     sub = policy_commands.add_parser("explain", help="the verdict on one act and target")
-    sub.add_argument("file", type=Path, help="a contract or policy file with [policy]")
+    sub.add_argument("file", type=_path, help="a contract or policy file with [policy]")
     sub.add_argument("act", help="read, write, exec or net")
     sub.add_argument("target", help="a workspace path, a program, or host[:port]")
     _with_provider_layer(sub)
     sub.set_defaults(handler="_permissions:cmd_policy_explain")
     sub = policy_commands.add_parser("show", help="every layer and rule, in order")
-    sub.add_argument("file", type=Path, help="a contract or policy file with [policy]")
+    sub.add_argument("file", type=_path, help="a contract or policy file with [policy]")
     _with_provider_layer(sub)
     sub.set_defaults(handler="_permissions:cmd_policy_show")
 
@@ -147,7 +161,7 @@ def _add_memory_commands(commands: Any) -> None:
     memory = commands.add_parser(
         "memory", help="list the notes runs remembered in a workspace, or forget one"
     )
-    _with_scope(memory, DEFAULT_STORE, Path())
+    _with_scope(memory, DEFAULT_STORE, ".")
     memory.set_defaults(handler="_memory:cmd_memory")
     what = memory.add_subparsers(dest="memory_command", metavar="WHAT")
     forget = what.add_parser("forget", help="forget one note")
@@ -165,7 +179,7 @@ def _add_config_commands(commands: Any) -> None:
     sub = mcp_commands.add_parser(
         "list", help="connect to a contract's [[mcp]] servers and list their tools and verdicts"
     )
-    sub.add_argument("file", type=Path, help="a contract file with [[mcp]] tables")
+    sub.add_argument("file", type=_path, help="a contract file with [[mcp]] tables")
     sub.set_defaults(handler="_mcp:cmd_mcp_list")
     roles = commands.add_parser("roles", help="the roles of a workspace's roles file")
     roles_commands = roles.add_subparsers(dest="roles_command", required=True, metavar="WHAT")
@@ -174,14 +188,14 @@ def _add_config_commands(commands: Any) -> None:
     )
     sub.add_argument(
         "dir",
-        type=Path,
+        type=_path,
         nargs="?",
-        default=Path(),
+        default=".",
         metavar="DIR",
         help="the workspace (default: the current folder)",
     )
     sub.add_argument(
-        "--roles", type=Path, metavar="FILE", help="the roles file (default: DIR/roles.toml)"
+        "--roles", type=_path, metavar="FILE", help="the roles file (default: DIR/roles.toml)"
     )
     sub.set_defaults(handler="_roles:cmd_roles_check")
 
@@ -239,7 +253,7 @@ def _add_doctor_command(commands: Any) -> None:
     )
     sub.add_argument(
         "--contract",
-        type=Path,
+        type=_path,
         metavar="FILE",
         help="also list the contract's [[mcp]] servers and whether its policy lets each start",
     )
@@ -260,11 +274,11 @@ def _add_queue_commands(commands: Any) -> None:
             "enqueue", help="store a contract's run and queue it for ioh worker (PostgreSQL)"
         )
     )
-    sub.add_argument("contract", type=Path, help="the contract file")
+    sub.add_argument("contract", type=_path, help="the contract file")
     _with_provider(sub)
     _with_policy_file(sub)
     sub.add_argument("--run-id", help="name the run (default: generated)")
-    sub.add_argument("--roles", type=Path, metavar="FILE", help="as for ioh run")
+    sub.add_argument("--roles", type=_path, metavar="FILE", help="as for ioh run")
     sub.add_argument("--memory", action="store_true", help="as for ioh run")
     _with_sandbox(sub)
     sub.set_defaults(handler="_queue:cmd_enqueue")
@@ -302,7 +316,7 @@ def _add_eval_command(commands: Any) -> None:
     sub = _with_store(
         commands.add_parser("eval", help="run a suite of contracts over providers; compare them")
     )
-    sub.add_argument("suite", type=Path, help="the suite file (TOML)")
+    sub.add_argument("suite", type=_path, help="the suite file (TOML)")
     sub.add_argument(
         "--provider",
         action="append",
@@ -329,7 +343,7 @@ def _add_report_command(commands: Any) -> None:
     sub.add_argument(
         "-o",
         "--output",
-        type=Path,
+        type=_path,
         metavar="FILE",
         help="the HTML file to write (default: report-RUN_ID.html)",
     )
@@ -341,7 +355,7 @@ def _add_demo_command(commands: Any) -> None:
     sub = _with_store(commands.add_parser("demo", help="run the bundled example offline"))
     sub.add_argument(
         "--dir",
-        type=Path,
+        type=_path,
         help="copy the example here and keep it (default: a temporary folder, removed when "
         "the demo ends)",
     )
@@ -383,7 +397,7 @@ def _with_provider(sub: argparse.ArgumentParser, required: bool = True, default:
         f"give it again for fallbacks, asked in order{default}",
     )
     sub.add_argument(
-        "--prices", type=Path, metavar="FILE", help=f"a price table (TOML) to count spend{default}"
+        "--prices", type=_path, metavar="FILE", help=f"a price table (TOML) to count spend{default}"
     )
 
 
@@ -399,7 +413,7 @@ def _with_approver(sub: argparse.ArgumentParser) -> None:
 
 def _with_policy_file(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
-        "--policy", type=Path, metavar="FILE", help="a TOML file whose [policy] governs the run"
+        "--policy", type=_path, metavar="FILE", help="a TOML file whose [policy] governs the run"
     )
 
 
@@ -416,7 +430,7 @@ def _with_scope(sub: argparse.ArgumentParser, store: Any, workspace: Any) -> Non
     sub.add_argument("--store", type=store_location, default=store, help=STORE_HELP)
     sub.add_argument(
         "--workspace",
-        type=Path,
+        type=_path,
         default=workspace,
         metavar="DIR",
         help="the workspace whose memory it is (default: the current folder)",

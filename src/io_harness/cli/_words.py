@@ -89,6 +89,6 @@ def for_the_shell(error: HarnessError, hint: str = "") -> str:
 def store_hint(store: Path | str | None) -> str:
     """`` --store LOCATION`` for a command suggested about a store other than the default;
     a database URL's password is left out (it is never printed)."""
-    if store is None or store == DEFAULT_STORE:
+    if store is None or str(store) == DEFAULT_STORE:
         return ""
     return f" --store {without_password(store) if isinstance(store, str) else store}"

@@ -8,10 +8,11 @@ load on first use, and the vendors' SDKs only when a client is built.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from io_harness._lazy import lazy_exports
 
+# typing costs milliseconds to import, and `ioh --help` none of it: type checkers take
+# this name as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from io_harness.providers._anthropic import Anthropic
     from io_harness.providers._base import Provider, StreamingProvider
