@@ -1,4 +1,5 @@
-"""Test helpers shipped with the library: a scripted provider and response builders.
+"""Test helpers shipped with the library: a scripted provider, response builders, and
+:func:`check_sandbox`, which holds a sandbox of your own to the sandbox protocol.
 
 Use them to test code that embeds io-harness, offline and deterministically::
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from io_harness.errors import ProviderError
 from io_harness.messages import (
@@ -29,7 +30,31 @@ from io_harness.messages import (
     Usage,
 )
 
-__all__ = ["ScriptItem", "ScriptedProvider", "call", "reply"]
+__all__ = [
+    "SANDBOX_CASES",
+    "SandboxCase",
+    "SandboxCheck",
+    "ScriptItem",
+    "ScriptedProvider",
+    "call",
+    "check_sandbox",
+    "reply",
+]
+
+if TYPE_CHECKING:
+    from io_harness.sandbox._check import SANDBOX_CASES, SandboxCase, SandboxCheck, check_sandbox
+
+_SANDBOX_CHECK = ("SANDBOX_CASES", "SandboxCase", "SandboxCheck", "check_sandbox")
+
+
+def __getattr__(name: str) -> Any:
+    # The sandbox check pulls in the sandbox: loaded only by who asks for it.
+    if name in _SANDBOX_CHECK:
+        from io_harness.sandbox import _check
+
+        return getattr(_check, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 Responder = Callable[[CompletionRequest], CompletionResponse | Awaitable[CompletionResponse]]
 ScriptItem = CompletionResponse | BaseException | Responder
