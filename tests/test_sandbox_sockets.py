@@ -130,9 +130,18 @@ async def test_a_root_harness_command_is_not_root_to_a_daemon_that_checks_its_pe
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(str(path))
     listener.listen()
+    listener.setblocking(False)
     try:
         connecting = asyncio.create_task(_connect(tmp_path, path, SandboxConfig()))
-        accepted, _ = await asyncio.to_thread(listener.accept)
+        accepting = asyncio.create_task(asyncio.get_running_loop().sock_accept(listener))
+        # A command that fails never connects: the wait ends with it, or at a bound.
+        await asyncio.wait({connecting, accepting}, timeout=60, return_when="FIRST_COMPLETED")
+        if not accepting.done():
+            accepting.cancel()
+            said = connecting.result() if connecting.done() else "nothing within 60 s"
+            connecting.cancel()
+            pytest.fail(f"the daemon was never connected to: the command said {said!r}")
+        accepted, _ = accepting.result()
         credentials = accepted.getsockopt(
             socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")
         )

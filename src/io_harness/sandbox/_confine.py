@@ -173,16 +173,25 @@ def lend_to(
     _call(libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
     _call(libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "making mounts private")
     writable = [os.path.realpath(path) for path in writable]
+    # A needed path is reached by its name (a virtualenv's python, a link) and then where
+    # it leads: the folders on both ways must let the uid through.
+    needed = sorted({way for path in needed for way in _ways(path)})
     hidden: dict[str, set[str]] = {}  # a folder others may not enter -> the components needed
     for path in (*writable, *needed):
-        _note_hidden(os.path.realpath(path), writable, hidden)
-    places = _places(hidden, [os.path.realpath(path) for path in needed], writable)
+        _note_hidden(path, writable, hidden)
+    places = _places(hidden, needed, writable)
     # Every tree is cloned before any folder is covered, while each is still reachable.
     steps = _cloned(places, hidden, uid, gid)
     # Outer paths first; a folder is mounted back into its cover before it is covered.
     for place, is_folder, tree in sorted(steps, key=lambda step: (len(step[0]), step[2] < 0)):
         _mount_one(libc, place, is_folder, tree)
     _cover_and_keep(libc, masked or [], kept or [])
+
+
+def _ways(path: str) -> set[str]:
+    """``path`` by its own name (its folder resolved) and where it leads (resolved)."""
+    named = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+    return {named, os.path.realpath(path)}
 
 
 def _places(hidden: dict[str, set[str]], needed: list[str], writable: list[str]) -> dict[str, bool]:

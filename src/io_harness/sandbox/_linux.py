@@ -210,6 +210,7 @@ def _as_nobody(command: Command, *programs: str, masks_sockets: bool = False) ->
     path = os.environ.get("PATH", os.defpath).split(os.pathsep)
     need = [command.workdir, command.cwd, *command.readable, *(Path(p) for p in path if p)]
     need += [Path(p) for p in (command.argv[0], *programs) if os.path.isabs(p)]
+    need += _interpreter()
     # A socket the configuration allows is lent too: connecting to one takes write access.
     sockets = [Path(p) for p in command.config.allow_unix_sockets if Path(p).exists()]
     lend = [*command.writable_paths(), *sockets]
@@ -228,6 +229,13 @@ def _as_nobody(command: Command, *programs: str, masks_sockets: bool = False) ->
     }
 
 
+def _interpreter() -> set[Path]:
+    """Where the harness's Python lives (a command may run it: a virtualenv under a folder
+    only its owner enters, the installation it was made from)."""
+    found = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)}
+    return found | {Path(os.path.realpath(sys.executable)).parent.parent}
+
+
 _PRIVATE = (Path("/tmp"), Path("/run"))
 """Folders bubblewrap replaces with empty ones of the sandbox's own."""
 
@@ -235,11 +243,12 @@ _PRIVATE = (Path("/tmp"), Path("/run"))
 def _hidden_by_private_folders(command: Command) -> list[Path]:
     """What the command needs that lives in a folder bubblewrap makes private.
 
-    The program and the Python the harness runs (a virtualenv in a clone under
-    ``/tmp``, say) are bound back, read-only, at the same paths.
+    The program (by its name and where a link leads) and the Python the harness runs
+    (a virtualenv in a clone under ``/tmp``, say) are bound back, read-only, at the
+    same paths.
     """
-    needed = {Path(command.argv[0]).parent, Path(sys.prefix), Path(sys.base_prefix)}
-    needed |= {Path(os.path.realpath(sys.executable)).parent.parent}
+    program = Path(command.argv[0])
+    needed = {program.parent, Path(os.path.realpath(program)).parent, *_interpreter()}
     return sorted(
         path
         for path in needed
