@@ -355,3 +355,30 @@ for path in {[str(p) for p in store.files()]!r}:
     assert after == before
     with Store.open(db) as again:
         assert again.runs() == []
+
+
+async def test_a_hook_made_where_git_has_no_hooks_folder_is_refused_or_undone(
+    harness: Harness,
+) -> None:
+    # The hooks folder a clone may lack: creating it and a hook in it must not last.
+    git = harness.workspace / ".git"
+    git.mkdir()
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    git.chmod(0o777)
+    code = """
+import os
+try:
+    os.makedirs('.git/hooks', exist_ok=True)
+    open('.git/hooks/pre-commit', 'w').write('touch pwned')
+    print('made')
+except OSError as exc:
+    print('refused', exc.errno)
+"""
+    outcome = await harness.python_run(code)
+
+    assert outcome.exit_code == 0, outcome.stderr
+    assert not (git / "hooks" / "pre-commit").exists()
+    if outcome.stdout.startswith("made"):
+        assert any(line.startswith(".git/hooks/pre-commit (made") for line in outcome.undone)
+    else:
+        assert outcome.stdout.startswith("refused"), outcome.stdout
