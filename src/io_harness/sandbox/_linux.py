@@ -230,10 +230,14 @@ def _as_nobody(command: Command, *programs: str, masks_sockets: bool = False) ->
 
 
 def _interpreter() -> set[Path]:
-    """Where the harness's Python lives (a command may run it: a virtualenv under a folder
-    only its owner enters, the installation it was made from)."""
-    found = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)}
+    """Where the harness's Python and this package live: a command may run that Python
+    (a virtualenv under a folder only its owner enters, the installation it was made
+    from), and a wrapper runs the launcher from the package (a checkout on the path)."""
+    found = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), _PACKAGE}
     return found | {Path(os.path.realpath(sys.executable)).parent.parent}
+
+
+_PACKAGE = Path(__file__).resolve().parent.parent
 
 
 _PRIVATE = (Path("/tmp"), Path("/run"))
