@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -23,7 +22,7 @@ import pytest
 from io_harness import Store
 from io_harness.store._schema import MIGRATIONS, postgres_migration
 
-__all__ = ["BACKENDS", "StoreFactory", "eventually", "store_factory"]
+__all__ = ["BACKENDS", "StoreFactory", "store_factory"]
 
 Backend = Literal["sqlite", "postgresql"]
 BACKENDS: tuple[Backend, ...] = ("sqlite", "postgresql")
@@ -90,16 +89,6 @@ class StoreFactory:
         """Close every store this factory opened."""
         for store in self.opened:
             store.close()
-
-
-def eventually(condition: Callable[[], bool], *, within: float = 60.0) -> bool:
-    """Wait for ``condition`` (checked every 50 ms) for up to ``within`` seconds; its value."""
-    deadline = time.monotonic() + within
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 @pytest.fixture(params=BACKENDS)

@@ -17,18 +17,17 @@ import os
 import signal
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import support
 from io_harness import (
-    Budget,
     CompletionRequest,
     CompletionResponse,
     Store,
-    TaskContract,
     ToolCall,
     Usage,
-    WorkspaceFileContains,
     resume_sync,
     run_sync,
 )
@@ -39,13 +38,8 @@ from io_harness.tools._gated import Deferral
 STEPS = 8
 
 
-def contract(root: Path) -> TaskContract:
-    return TaskContract.workspace(
-        "write the notes, then done.txt",
-        root,
-        WorkspaceFileContains("done.txt", "done"),
-        budget=Budget(max_steps=STEPS + 5),
-    )
+contract = partial(support.contract, goal="write the notes, then done.txt", max_steps=STEPS + 5)
+"""The task: STEPS - 1 notes, then done.txt, with steps to spare."""
 
 
 def answer(turn: int) -> CompletionResponse:

@@ -14,27 +14,21 @@ function of the conversation.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sys
+from functools import partial
 from pathlib import Path
-from typing import Any
 
+import support
 from io_harness import (
-    Budget,
     CompletionRequest,
     CompletionResponse,
     Store,
-    TaskContract,
-    ToolCall,
     Usage,
-    WorkspaceFileContains,
     resume_sync,
     run_sync,
 )
 from io_harness.testing import ScriptedProvider, call, reply
-from io_harness.tools import RunTools, ToolOutcome
-from io_harness.tools._gated import Deferral
+from support import Killer, arm
 
 EDITS = 5
 RUN_ID = "effects"
@@ -45,13 +39,10 @@ def story(upto: int) -> str:
     return "-".join(f"<{n}>" for n in range(upto + 1)) + "\n"
 
 
-def contract(root: Path) -> TaskContract:
-    return TaskContract.workspace(
-        "grow the story, then write done.txt",
-        root,
-        WorkspaceFileContains("done.txt", "done"),
-        budget=Budget(max_steps=EDITS + 5),
-    )
+contract = partial(
+    support.contract, goal="grow the story, then write done.txt", max_steps=EDITS + 5
+)
+"""The task: EDITS edits of story.txt, then done.txt, with steps to spare."""
 
 
 def answer(turn: int) -> CompletionResponse:
@@ -65,37 +56,7 @@ def answer(turn: int) -> CompletionResponse:
     return reply("finishing", [call("write_file", path="done.txt", content="done\n")], usage)
 
 
-class Killer:
-    def __init__(self, kill_at: str, count: int) -> None:
-        self.kill_at, self.count, self.seen = kill_at, count, 0
-
-    def tick(self, moment: str) -> None:
-        if moment == self.kill_at:
-            self.seen += 1
-            if self.seen == self.count:
-                os.kill(os.getpid(), signal.SIGKILL)
-
-
-def arm(killer: Killer, store: Store) -> ScriptedProvider:
-    dispatch = RunTools.dispatch
-
-    async def dispatch_then_tick(
-        self: RunTools, call: ToolCall, **options: Any
-    ) -> ToolOutcome | Deferral:
-        outcome = await dispatch(self, call, **options)
-        killer.tick("tool")
-        return outcome
-
-    RunTools.dispatch = dispatch_then_tick  # type: ignore[method-assign]
-    for method, moment in (("commit_step", "commit"), ("journal_step", "intent")):
-        original = getattr(store, method)
-
-        def ticking(*args: Any, _original: Any = original, _moment: str = moment) -> None:
-            _original(*args)
-            killer.tick(_moment)
-
-        setattr(store, method, ticking)
-
+def provider(killer: Killer) -> ScriptedProvider:
     def respond(request: CompletionRequest) -> CompletionResponse:
         killer.tick("call")
         return answer(sum(m.role == "assistant" for m in request.messages))
@@ -106,12 +67,14 @@ def arm(killer: Killer, store: Store) -> ScriptedProvider:
 def main() -> None:
     db, root, mode, kill_at, count = sys.argv[1:6]
     store = Store.open(db)
-    provider = arm(Killer(kill_at, int(count)), store)
+    killer = Killer(kill_at, int(count))
+    arm(killer, store, commit_step="commit", journal_step="intent")
+    scripted = provider(killer)
     if mode == "run":
         (Path(root) / "story.txt").write_text(story(0))
-        result = run_sync(contract(Path(root)), provider, store=store, run_id=RUN_ID)
+        result = run_sync(contract(Path(root)), scripted, store=store, run_id=RUN_ID)
     else:
-        result = resume_sync(RUN_ID, provider, store=store)
+        result = resume_sync(RUN_ID, scripted, store=store)
     print(json.dumps({"outcome": result.outcome.value, "steps": result.steps}))
 
 

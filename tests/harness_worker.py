@@ -20,11 +20,12 @@ import json
 import os
 import signal
 import sys
+from functools import partial
 from pathlib import Path
 
+import support
 from io_harness import (
     Act,
-    Budget,
     CompletionRequest,
     CompletionResponse,
     Decision,
@@ -33,9 +34,7 @@ from io_harness import (
     Policy,
     Rule,
     Store,
-    TaskContract,
     Tool,
-    WorkspaceFileContains,
     tool,
 )
 from io_harness.testing import ScriptedProvider, call, reply
@@ -43,13 +42,8 @@ from io_harness.testing import ScriptedProvider, call, reply
 TITLES = ("a", "b")
 
 
-def contract(root: Path) -> TaskContract:
-    return TaskContract.workspace(
-        "open the tickets, then write done.txt",
-        root,
-        WorkspaceFileContains("done.txt", "done"),
-        budget=Budget(max_steps=10),
-    )
+contract = partial(support.contract, goal="open the tickets, then write done.txt", max_steps=10)
+"""The task: a ticket for each of TITLES, then done.txt."""
 
 
 def respond(request: CompletionRequest) -> CompletionResponse:

@@ -18,18 +18,16 @@ import asyncio
 import json
 import os
 import sys
-from pathlib import Path
+from functools import partial
 
+import support
 from io_harness import (
     NO_SANDBOX,
-    Budget,
     CompletionRequest,
     CompletionResponse,
     Harness,
     Policy,
     Store,
-    TaskContract,
-    WorkspaceFileContains,
 )
 from io_harness._queue import Drive
 from io_harness.testing import ScriptedProvider, call, reply
@@ -38,14 +36,8 @@ STEPS = 5
 """Steps of every run: STEPS - 1 notes, then done.txt."""
 
 
-def contract(root: Path) -> TaskContract:
-    """The task every queued run does, in its own workspace."""
-    return TaskContract.workspace(
-        "write the notes, then done.txt",
-        root,
-        WorkspaceFileContains("done.txt", "done"),
-        budget=Budget(max_steps=STEPS + 3),
-    )
+contract = partial(support.contract, goal="write the notes, then done.txt", max_steps=STEPS + 3)
+"""The task every queued run does, in its own workspace."""
 
 
 def answer(turn: int) -> CompletionResponse:

@@ -32,6 +32,7 @@ from io_harness.tools._caller import (
 )
 from io_harness.tools._function import FunctionTool, ToolArgumentsError, tool
 from io_harness.tools._gated import Deferral
+from support import call_tool as call
 
 # --- helpers -----------------------------------------------------------------------------
 
@@ -85,12 +86,6 @@ def run_tools(*tools: Tool) -> RunTools:
     box = Toolbox(tools)
     box.validate()
     return RunTools(CallerTool(t, box.spec_of(name)) for name, t in box.items())
-
-
-async def call(box: RunTools, name: str, /, **arguments: Any) -> ToolOutcome:
-    done = await box.dispatch(ToolCall(id="1", name=name, arguments=arguments))
-    assert isinstance(done, ToolOutcome)
-    return done
 
 
 def seen(done: object) -> tuple[str, bool, str | None]:

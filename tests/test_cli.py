@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import pytest
 from io_harness import Store
 from io_harness._demo import CASSETTE
 from io_harness.cli import main
+from support import run_id_in
 
 IOH = Path(sys.executable).with_name("ioh")
 
@@ -22,12 +22,6 @@ IOH = Path(sys.executable).with_name("ioh")
 def _restore_path(monkeypatch: pytest.MonkeyPatch) -> None:
     # `ioh demo` puts the running interpreter first on PATH; keep that inside each test.
     monkeypatch.setenv("PATH", os.environ.get("PATH", ""))
-
-
-def run_id_in(output: str) -> str:
-    found = re.search(r"ioh show (\S+)", output)
-    assert found, output
-    return found.group(1)
 
 
 def test_the_demo_runs_offline_to_a_verified_result(tmp_path: Path) -> None:

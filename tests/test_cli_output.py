@@ -28,6 +28,7 @@ from io_harness.cli import main
 from io_harness.cli._text import shown
 from io_harness.errors import ProviderError
 from io_harness.testing import ScriptedProvider, call, reply
+from support import run_id_in
 
 IOH = Path(sys.executable).with_name("ioh")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -102,12 +103,6 @@ class Workspace:
 
     def ioh(self, *argv: str) -> int:
         return main([*argv, "--store", str(self.store)])
-
-
-def run_id_in(output: str) -> str:
-    found = re.search(r"ioh show (\S+)", output)
-    assert found, output
-    return found.group(1)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from io_harness import Policy, RunOutcome, Store, TaskContract, run
 from io_harness.cli import main
 from io_harness.testing import ScriptedProvider, call, reply
 from loopback import LoopbackServer, Reply
+from support import HOSTILE, HOSTILE_SHOWN, active_in
 from wire_openai import chat_stream, usage
 
 KEY = "sk-test-permissions-0123456789"
@@ -283,22 +284,9 @@ async def test_a_bad_provider_label_is_said_before_any_decision_is_stored(
 
 # -- what a model asks for is shown inert ------------------------------------------------------
 
-HOSTILE = "\x1b[2K\r\x1b]0;ok\x07\x9b1A\x9d0;ok\x07\u202etxt.exe\u2066\u2069\u200b\u2028"
-"""What a model writes to redraw a prompt: erase the line and go back to its start (ESC [2K,
-CR), retitle the window (OSC), a C1 CSI and OSC, a right-to-left override and an isolate, a
-zero-width space and a line separator."""
-HOSTILE_SHOWN = (
-    "\\x1b[2K\\r\\x1b]0;ok\\x07\\x9b1A\\x9d0;ok\\x07\\u202etxt.exe\\u2066\\u2069\\u200b\\u2028"
-)
-ACTIVE = ["\x1b", "\x07", "\r", "\x9b", "\x9d", "\u202e", "\u2066", "\u2069", "\u200b", "\u2028"]
 HOSTILE_ARGV = ["echo", "a b", f"-c{HOSTILE}\nwants:  read x"]
 ARGV_SHOWN = f"['echo', 'a b', '-c{HOSTILE_SHOWN}\\nwants:  read x']"
 """How :data:`HOSTILE_ARGV` is shown: each argument quoted, so none passes for two."""
-
-
-def active_in(printed: str) -> list[str]:
-    """The characters of :data:`ACTIVE` in what ``ioh`` printed, as the terminal gets them."""
-    return [char for char in ACTIVE if char.encode() in printed.encode()]
 
 
 def test_the_prompt_pending_and_a_decision_show_a_hostile_command_inert(

@@ -6,31 +6,30 @@ import asyncio
 import contextlib
 import json
 import sqlite3
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+import support
 from io_harness import (
-    Budget,
     CompletionRequest,
     CompletionResponse,
     Harness,
     Store,
-    TaskContract,
-    WorkspaceFileContains,
 )
 from io_harness.cli import main
 from io_harness.testing import ScriptedProvider, call, reply
 
-
-def contract(folder: Path) -> TaskContract:
-    folder.mkdir(exist_ok=True)
-    return TaskContract.workspace(
-        "write hello to out.txt",
-        folder,
-        WorkspaceFileContains("out.txt", "hello"),
-        budget=Budget(max_steps=1, max_retries=0),
-    )
+contract = partial(
+    support.contract,
+    goal="write hello to out.txt",
+    file="out.txt",
+    needle="hello",
+    max_steps=1,
+    max_retries=0,
+)
+"""The task of every run here, in a folder of its own (made by the caller)."""
 
 
 def solves() -> ScriptedProvider:
@@ -51,6 +50,7 @@ async def hangs_until_cancelled(store: Store, folder: Path, run_id: str) -> None
         raise AssertionError("unreachable")
 
     harness = Harness(ScriptedProvider(never), store=store)
+    folder.mkdir(exist_ok=True)
     task = asyncio.create_task(harness.run(contract(folder), run_id=run_id, labels={"team": "a"}))
     await asked.wait()
     task.cancel()
@@ -74,6 +74,7 @@ def stored(tmp_path: Path) -> Path:
                 ("b2", "b", solves()),
                 ("b3", "b", idles()),
             ]:
+                (tmp_path / run_id).mkdir(exist_ok=True)
                 await Harness(provider, store=store).run(
                     contract(tmp_path / run_id),
                     run_id=run_id,

@@ -16,14 +16,14 @@ import signal
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from io_harness import Store
 from loopback import CapturedRequest, LoopbackServer, Reply
+from support import eventually
 from wire_openai import chat_stream, usage
 
 IOH = Path(sys.executable).with_name("ioh")
@@ -292,7 +292,7 @@ def test_ctrl_c_during_the_check_stops_its_command_and_ioh(tmp_path: Path) -> No
             text=True,
         )
         try:
-            assert wait_until(lambda: pid_file.exists() and pid_file.read_text() != "")
+            assert eventually(lambda: pid_file.exists() and pid_file.read_text() != "", within=WAIT)
             check = int(pid_file.read_text())
             process.send_signal(signal.SIGINT)
             out, err = process.communicate(timeout=WAIT)
@@ -301,18 +301,8 @@ def test_ctrl_c_during_the_check_stops_its_command_and_ioh(tmp_path: Path) -> No
 
     assert process.returncode == 130, out + err
     assert f"(ioh resume r1 --store {project.store} continues the run)" in err
-    assert wait_until(lambda: not alive(check)), "the check's command outlived ioh"
+    assert eventually(lambda: not alive(check), within=WAIT), "the check's command outlived ioh"
     assert project.stored() == ("running", None, 0)
-
-
-def wait_until(condition: Callable[[], bool]) -> bool:
-    """Whether ``condition`` held within :data:`WAIT` seconds (polled)."""
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def alive(pid: int) -> bool:

@@ -14,15 +14,15 @@ import re
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pytest
 from rich.console import Console
 
+import support
 import tree_crash_worker
 from io_harness import (
-    Budget,
     CompletionRequest,
     CompletionResponse,
     Containment,
@@ -30,9 +30,6 @@ from io_harness import (
     Policy,
     RunOutcome,
     Store,
-    TaskContract,
-    Usage,
-    WorkspaceFileContains,
 )
 from io_harness.cli import main
 from io_harness.cli._launch import replay_label
@@ -40,9 +37,9 @@ from io_harness.cli._tree import render_tree
 from io_harness.policy import ApproveAll
 from io_harness.pricing import PriceTable
 from io_harness.providers import Record, Replay
-from io_harness.testing import ScriptedProvider, call, reply
+from io_harness.testing import ScriptedProvider, reply
+from support import USAGE, child, goal_of, spawn, write
 
-USAGE = Usage(input_tokens=100, output_tokens=10)
 PRICES = PriceTable({"scripted": {"input": 1, "output": 2}})
 """One call of USAGE costs 100 * 1 + 10 * 2 = 120 micro-units."""
 REVIEW = Policy.default().layer("review").ask_write("c.txt")
@@ -52,10 +49,6 @@ REVIEW = Policy.default().layer("review").ask_write("c.txt")
 def _wide(monkeypatch: pytest.MonkeyPatch) -> None:
     # The closing lines of a resume are wrapped at the console's width; keep paths whole.
     monkeypatch.setenv("COLUMNS", "250")
-
-
-def goal_of(request: CompletionRequest) -> str:
-    return str(request.messages[0].text).split("\n\n", 1)[0]
 
 
 def agents(scripts: Mapping[str, Sequence[CompletionResponse]]) -> ScriptedProvider:
@@ -68,24 +61,8 @@ def agents(scripts: Mapping[str, Sequence[CompletionResponse]]) -> ScriptedProvi
     return ScriptedProvider(answer)
 
 
-def write(path: str) -> Any:
-    return call("write_file", path=path, content="done\n")
-
-
-def spawn(goal: str, file: str, **options: Any) -> Any:
-    verify = {"kind": "workspace_file_contains", "file": file, "needle": "done"}
-    return call("spawn_agent", goal=goal, verify=verify, **options)
-
-
-def child(file: str) -> list[CompletionResponse]:
-    """A child that writes its file (which passes its check), then would say so."""
-    return [reply(f"writing {file}", [write(file)], USAGE), reply("written", usage=USAGE)]
-
-
-def root_contract(work: Path) -> TaskContract:
-    return TaskContract.workspace(
-        "coordinate", work, WorkspaceFileContains("root.txt", "done"), budget=Budget(max_steps=5)
-    )
+root_contract = partial(support.contract, goal="coordinate", file="root.txt", max_steps=5)
+"""The root's task: done when root.txt holds ``done``."""
 
 
 def folder(path: Path) -> Path:

@@ -12,12 +12,13 @@ import re
 import signal
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+import support
 from io_harness import (
-    Budget,
     CompletionRequest,
     CompletionResponse,
     ConfigError,
@@ -26,11 +27,9 @@ from io_harness import (
     ProviderError,
     RunOutcome,
     Store,
-    TaskContract,
     TextBlock,
     ToolCall,
     ToolResult,
-    WorkspaceFileContains,
 )
 from io_harness.compaction._pass import (
     SUMMARY_HEADING,
@@ -84,13 +83,10 @@ def workspace(tmp_path: Path) -> Path:
     return root
 
 
-def contract(root: Path) -> TaskContract:
-    return TaskContract.workspace(
-        "read big.txt until you know it, then write done.txt",
-        root,
-        WorkspaceFileContains("done.txt", "done"),
-        budget=Budget(max_steps=20),
-    )
+contract = partial(
+    support.contract, goal="read big.txt until you know it, then write done.txt", max_steps=20
+)
+"""The agent's task in every run here, in test_cli_compaction.py and compaction_worker.py."""
 
 
 # -- the rules of a pass --------------------------------------------------------------

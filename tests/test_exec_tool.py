@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import socket
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import support
 from io_harness import (
     NO_SANDBOX,
     Act,
@@ -26,6 +28,7 @@ from io_harness import (
 from io_harness.sandbox import SandboxConfig, SandboxError, SandboxLimits, SandboxOutcome
 from io_harness.testing import ScriptedProvider, call, reply
 from io_harness.tools._exec import bounded, exec_observation
+from support import observation
 
 PY = sys.executable
 MARK = [PY, "-c", "open('marker.txt', 'a').write('ran\\n')"]
@@ -40,14 +43,15 @@ def root(tmp_path: Path) -> Path:
     return folder
 
 
-def contract(root: Path, *, tools: tuple[str, ...] = ("exec",), steps: int = 3) -> TaskContract:
-    return TaskContract.workspace(
-        "run the command",
-        root,
-        WorkspaceFileContains("marker.txt", "ran"),
-        budget=Budget(max_steps=steps),
-        tools=tools,
-    )
+contract = partial(
+    support.contract,
+    goal="run the command",
+    file="marker.txt",
+    needle="ran",
+    tools=("exec",),
+    max_steps=3,
+)
+"""The task of the runs here: done when marker.txt holds ``ran``."""
 
 
 def execs(*argvs: list[Any]) -> ScriptedProvider:
@@ -55,11 +59,6 @@ def execs(*argvs: list[Any]) -> ScriptedProvider:
     return ScriptedProvider(
         [reply(calls=[call("exec", argv=argv) for argv in argvs]), reply("done"), reply("done")]
     )
-
-
-def observation(provider: ScriptedProvider, request: int = 1, index: int = 0) -> str:
-    block = provider.requests[request].messages[-1].content[index]
-    return block.content  # type: ignore[union-attr]
 
 
 def exec_policy(effect: str) -> Policy:
@@ -72,7 +71,9 @@ async def test_an_allowed_command_runs_and_its_output_reaches_the_model(
 ) -> None:
     provider = execs([PY, "-c", "print(open('notes.txt').read().upper()); import sys; sys.exit(0)"])
 
-    result = await run(contract(root, steps=2), provider, store=store, policy=exec_policy("allow"))
+    result = await run(
+        contract(root, max_steps=2), provider, store=store, policy=exec_policy("allow")
+    )
 
     seen = observation(provider)
     assert "exit status 0" in seen
@@ -114,7 +115,9 @@ async def test_a_denied_command_is_refused_to_the_model_and_never_runs(
 ) -> None:
     provider = execs(MARK)
 
-    result = await run(contract(root, steps=2), provider, store=store, policy=exec_policy("deny"))
+    result = await run(
+        contract(root, max_steps=2), provider, store=store, policy=exec_policy("deny")
+    )
 
     assert result.outcome is RunOutcome.STEP_CAP_REACHED
     seen = observation(provider)
@@ -151,7 +154,7 @@ async def test_bad_argv_is_an_error_the_model_reads(
 ) -> None:
     provider = execs(argv)
 
-    await run(contract(root, steps=2), provider, store=store)
+    await run(contract(root, max_steps=2), provider, store=store)
 
     seen = observation(provider)
     assert seen.startswith("exec: invalid arguments:")
@@ -164,7 +167,7 @@ async def test_a_command_that_prints_a_lot_is_shown_head_and_tail_with_the_cut_s
     script = "import sys; sys.stdout.write('A' * 50000 + 'MID' + 'DLE' + 'B' * 50000 + 'END')"
     provider = execs([PY, "-c", script])
 
-    await run(contract(root, steps=2), provider, store=store)
+    await run(contract(root, max_steps=2), provider, store=store)
 
     seen = observation(provider)
     assert "stdout (100009 bytes; the first 8192 and the last 8192 are shown)" in seen
@@ -193,7 +196,7 @@ async def test_the_exit_status_or_the_signal_is_reported(
 ) -> None:
     provider = execs([PY, "-c", script])
 
-    result = await run(contract(root, steps=2), provider, store=store)
+    result = await run(contract(root, max_steps=2), provider, store=store)
 
     assert observation(provider).splitlines()[0] == said
     (row,) = store.trace(result.run_id).tool_calls
@@ -206,7 +209,7 @@ async def test_a_command_past_its_cap_is_killed_and_the_cap_is_reported(
     provider = execs([PY, "-c", "import time; time.sleep(60)"])
     capped = SandboxConfig(limits=SandboxLimits(wall_seconds=1), accept_floor=True)
 
-    result = await run(contract(root, steps=2), provider, store=store, sandbox=capped)
+    result = await run(contract(root, max_steps=2), provider, store=store, sandbox=capped)
 
     seen = observation(provider)
     assert "killed at the wall cap" in seen
@@ -227,7 +230,7 @@ async def test_a_command_past_the_disk_cap_is_killed_and_the_model_told_what_it_
     limits = SandboxLimits(disk_bytes=4 << 20, file_size_bytes=2 << 20, wall_seconds=30)
     capped = SandboxConfig(limits=limits, accept_floor=True)
 
-    result = await run(contract(root, steps=2), provider, store=store, sandbox=capped)
+    result = await run(contract(root, max_steps=2), provider, store=store, sandbox=capped)
 
     seen = observation(provider)
     assert "killed at the disk cap" in seen
@@ -278,7 +281,7 @@ async def test_each_connection_through_the_proxy_is_a_net_act_the_policy_decides
         config = SandboxConfig(network="allow_list", allow_hosts=("127.0.0.1",))
 
         result = await run(
-            contract(root, steps=2), provider, store=store, policy=policy, sandbox=config
+            contract(root, max_steps=2), provider, store=store, policy=policy, sandbox=config
         )
 
     seen = observation(provider)
@@ -294,7 +297,7 @@ async def test_each_connection_through_the_proxy_is_a_net_act_the_policy_decides
 async def test_a_program_that_does_not_exist_is_reported(root: Path, store: Store) -> None:
     provider = execs(["no-such-program-ioh"])
 
-    await run(contract(root, steps=2), provider, store=store)
+    await run(contract(root, max_steps=2), provider, store=store)
 
     assert "could not start" in observation(provider) or "exit status 127" in observation(provider)
 
@@ -304,7 +307,7 @@ async def test_exec_is_not_offered_unless_the_contract_asks_for_it(
 ) -> None:
     provider = execs(MARK)
 
-    await run(contract(root, tools=(), steps=2), provider, store=store)
+    await run(contract(root, tools=(), max_steps=2), provider, store=store)
 
     assert "exec" not in [spec.name for spec in provider.requests[0].tools]
     assert observation(provider).startswith("unknown tool 'exec'")
@@ -316,7 +319,7 @@ async def test_exec_is_offered_and_named_in_the_prompt_when_enabled(
 ) -> None:
     provider = execs(MARK)
 
-    await run(contract(root, steps=2), provider, store=store)
+    await run(contract(root, max_steps=2), provider, store=store)
 
     request = provider.requests[0]
     assert [spec.name for spec in request.tools][-1] == "exec"

@@ -10,11 +10,13 @@ import json
 import subprocess
 import sys
 import threading
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import support
 from io_harness import (
     NO_SANDBOX,
     Budget,
@@ -39,18 +41,14 @@ from io_harness import (
     tool,
 )
 from io_harness.testing import ScriptedProvider, call, reply
+from support import observation
 
 WORKER = Path(__file__).parent / "harness_worker.py"
 FILE_TOOLS = ["read_file", "write_file", "edit_file", "grep", "find", "list_dir"]
 
 
-def contract(root: Path, **budget: Any) -> TaskContract:
-    return TaskContract.workspace(
-        "open a ticket, then write done.txt",
-        root,
-        WorkspaceFileContains("done.txt", "done"),
-        budget=Budget(**budget),
-    )
+contract = partial(support.contract, goal="open a ticket, then write done.txt")
+"""The task of the runs here: done when done.txt holds ``done``."""
 
 
 def finishing(*first: Any) -> ScriptedProvider:
@@ -61,12 +59,6 @@ def finishing(*first: Any) -> ScriptedProvider:
             reply(calls=[call("write_file", path="done.txt", content="done\n")]),
         ]
     )
-
-
-def observation(provider: ScriptedProvider, request: int) -> str:
-    """The first tool result the model read in request number ``request`` (0-based)."""
-    block = provider.requests[request].messages[-1].content[0]
-    return str(block.content)  # type: ignore[union-attr]
 
 
 opened: list[str] = []

@@ -15,10 +15,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+import support
 from io_harness import (
     ApprovalContext,
     ApprovalRequest,
@@ -34,11 +36,10 @@ from io_harness import (
     ResumeError,
     RunOutcome,
     Store,
-    TaskContract,
-    WorkspaceFileContains,
 )
 from io_harness.cli import main
 from io_harness.testing import ScriptedProvider, call, reply
+from support import observation
 
 SERVER = Path(__file__).parent / "mcp_ticket_server.py"
 DONE = call("write_file", path="done.txt", content="done\n")
@@ -47,12 +48,8 @@ linux_only = pytest.mark.skipif(
 )
 
 
-def contract(root: Path) -> TaskContract:
-    return TaskContract.workspace(
-        "close the flaky ticket, then write done.txt",
-        root,
-        WorkspaceFileContains("done.txt", "done"),
-    )
+contract = partial(support.contract, goal="close the flaky ticket, then write done.txt")
+"""The task of the runs here: done when done.txt holds ``done``."""
 
 
 @pytest.fixture
@@ -69,10 +66,6 @@ def ledger(tmp_path: Path) -> Path:
 
 def tickets(ledger: Path) -> McpServer:
     return McpServer.stdio("tickets", sys.executable, [str(SERVER), str(ledger)])
-
-
-def observation(provider: ScriptedProvider, request: int) -> str:
-    return str(provider.requests[request].messages[-1].content[0].content)  # type: ignore[union-attr]
 
 
 def server_pids(marker: Path) -> list[int]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,21 +15,11 @@ from io_harness import (
     RunOutcome,
     Store,
     TaskContract,
-    WorkspaceFileContains,
 )
 from io_harness.testing import ScriptedProvider, call, reply
+from support import contract, observations
 
 DONE = call("write_file", path="done.txt", content="done\n")
-
-
-def contract(root: Path, **options: Any) -> TaskContract:
-    return TaskContract.workspace(
-        "write done.txt", root, WorkspaceFileContains("done.txt", "done"), **options
-    )
-
-
-def observations(provider: ScriptedProvider, request: int) -> list[str]:
-    return [str(block.content) for block in provider.requests[request].messages[-1].content]  # type: ignore[union-attr]
 
 
 @pytest.fixture

@@ -33,6 +33,8 @@ from io_harness.messages import ToolCall
 from io_harness.policy import Act, Effect, Policy
 from io_harness.policy._gate import Access, Gate
 from io_harness.tools import RunTools, ToolOutcome
+from support import call_tool as call
+from support import eventually
 
 SERVERS = Path(__file__).parent / "mcp_servers"
 TOOLS = SERVERS / "tools_server.py"
@@ -47,12 +49,6 @@ def tools_server(name: str = "t", *, tag: str | None = None, **options: Any) -> 
     """The test server over stdio, marked with ``tag`` when given."""
     args = [str(TOOLS), *([f"--tag={tag}"] if tag else [])]
     return McpServer.stdio(name, sys.executable, args, **options)
-
-
-async def call(box: RunTools, name: str, /, **arguments: Any) -> ToolOutcome:
-    done = await box.dispatch(ToolCall(id="1", name=name, arguments=arguments))
-    assert isinstance(done, ToolOutcome)
-    return done
 
 
 @pytest.fixture
@@ -90,16 +86,6 @@ def tagged(tag: str) -> list[int]:
         if tag.encode() in command and alive(int(entry.name)):
             found.append(int(entry.name))
     return found
-
-
-def eventually(condition: Any, within: float = 30.0) -> bool:
-    """Poll ``condition()`` until it is true or ``within`` seconds pass."""
-    deadline = time.monotonic() + within
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 async def eventually_async(condition: Any, within: float = 30.0) -> bool:
@@ -649,7 +635,7 @@ def test_no_server_process_outlives_a_harness_killed_with_sigkill() -> None:
 
     assert done.returncode == -signal.SIGKILL, done.stderr
     pid = int(done.stdout.split()[-1])
-    assert eventually(lambda: not alive(pid)), f"the server {pid} outlived its harness"
+    assert eventually(lambda: not alive(pid), within=30), f"the server {pid} outlived its harness"
 
 
 # --- sessions over streamable HTTP -------------------------------------------------------
@@ -764,4 +750,4 @@ async def test_a_list_failure_near_the_start_deadline_still_stops_the_server() -
     with pytest.raises(McpError, match="could not list its tools: boom"):
         await asyncio.wait_for(McpSessions.open([server]), 60)
 
-    assert eventually(lambda: not tagged(marker))
+    assert eventually(lambda: not tagged(marker), within=30)

@@ -35,8 +35,8 @@ from io_harness._mcp import McpSessions, ServerSandbox
 from io_harness.sandbox import SandboxConfig, select
 from io_harness.testing import ScriptedProvider, call, reply
 from io_harness.tools import RunTools
-from test_mcp import SERVERS, TOOLS, eventually, tagged
-from test_mcp import call as call_tool
+from support import call_tool, eventually
+from test_mcp import SERVERS, TOOLS, tagged
 
 pytestmark = pytest.mark.skipif(
     sys.platform != "linux", reason="the contained server's processes are found through /proc"
@@ -151,7 +151,7 @@ async def test_no_contained_server_process_outlives_its_session(tmp_path: Path) 
         assert (await call_tool(box, "mcp__box__linger")).content == "lingering"
         assert tagged(tag)
 
-    assert eventually(lambda: not tagged(tag)), f"left running: {tagged(tag)}"
+    assert eventually(lambda: not tagged(tag), within=30), f"left running: {tagged(tag)}"
 
 
 def test_no_contained_server_outlives_a_harness_killed_with_sigkill(tmp_path: Path) -> None:
@@ -165,7 +165,7 @@ def test_no_contained_server_outlives_a_harness_killed_with_sigkill(tmp_path: Pa
     )
 
     assert done.returncode == -9, done.stderr
-    assert eventually(lambda: not tagged(tag)), f"outlived its harness: {tagged(tag)}"
+    assert eventually(lambda: not tagged(tag), within=30), f"outlived its harness: {tagged(tag)}"
 
 
 async def test_a_contained_program_that_cannot_be_found_is_an_mcp_error(tmp_path: Path) -> None:

@@ -12,14 +12,15 @@ import json
 import re
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import support
 from io_harness import (
     Anthropic,
-    Budget,
     CompletionRequest,
     Decision,
     Fallback,
@@ -33,8 +34,6 @@ from io_harness import (
     RefusedError,
     RunOutcome,
     Store,
-    TaskContract,
-    WorkspaceFileContains,
     resume,
     run,
     tool,
@@ -47,6 +46,7 @@ from io_harness.sandbox import SandboxConfig
 from io_harness.store._trace import PermissionTrace
 from io_harness.testing import ScriptedProvider, call, reply
 from loopback import CapturedRequest, LoopbackServer, Reply
+from support import Listener
 from wire_anthropic import messages_stream
 from wire_openai import chat_stream, usage
 
@@ -60,14 +60,8 @@ def root(tmp_path: Path) -> Path:
     return folder
 
 
-def contract(root: Path, *, steps: int = 1, tools: tuple[str, ...] = ()) -> TaskContract:
-    return TaskContract.workspace(
-        "say hello",
-        root,
-        WorkspaceFileContains("done.txt", "yes"),
-        budget=Budget(max_steps=steps, max_retries=3),
-        tools=tools,
-    )
+contract = partial(support.contract, goal="say hello", needle="yes", max_steps=1, max_retries=3)
+"""The task of the runs here: done when done.txt holds ``yes``."""
 
 
 def hello(_request: CapturedRequest) -> Reply:
@@ -219,7 +213,7 @@ async def test_a_resumed_run_checks_its_new_providers_endpoints_before_any_reque
     with LoopbackServer(hello) as server:
         policy = Policy.default().layer("app").ask_exec("ping").deny_net(server.host)
         waiting = await run(
-            contract(root, steps=2),
+            contract(root, max_steps=2),
             ScriptedProvider([reply(calls=[call("ping")])]),
             store=store,
             policy=policy,
@@ -309,12 +303,12 @@ async def test_a_tools_connection_is_decided_by_the_runs_policy_under_its_call(
 
     with LoopbackServer(lambda _request: Reply(body={"ok": True})) as site:
         provider = ScriptedProvider([reply(calls=[call("fetch", url=site.url)]), reply("done")])
-        result = await run(contract(root, steps=2), provider, store=store, tools=[fetch])
+        result = await run(contract(root, max_steps=2), provider, store=store, tools=[fetch])
         assert site.requests == []
 
         allowing = Policy.default().layer("site").allow_net(site.host)
         again = ScriptedProvider([reply(calls=[call("fetch", url=site.url)]), reply("done")])
-        await run(contract(root, steps=2), again, store=store, tools=[fetch], policy=allowing)
+        await run(contract(root, max_steps=2), again, store=store, tools=[fetch], policy=allowing)
         assert len(site.requests) == 1
 
     (row,) = store.trace(result.run_id).tool_calls
@@ -345,7 +339,7 @@ async def test_a_commands_connection_to_the_models_host_is_not_opened_by_the_pro
         config = SandboxConfig(network="allow_list", allow_hosts=("127.0.0.1",))
 
         result = await run(
-            contract(root, steps=2, tools=("exec",)), model(server), store=store, sandbox=config
+            contract(root, max_steps=2, tools=("exec",)), model(server), store=store, sandbox=config
         )
 
     assert len(server.requests) == 2
@@ -435,19 +429,6 @@ def test_an_mcp_servers_host_is_decided_in_its_one_spelling(url: str) -> None:
     )
 
 
-class Listener:
-    """A TCP listener on 127.0.0.1, and on ::1 at the same port where the machine has IPv6,
-    that counts the connections it accepts."""
-
-    def __init__(self) -> None:
-        self.port = 0
-        self.accepted = 0
-
-    def accept(self, _reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.accepted += 1
-        writer.close()
-
-
 async def test_a_command_reaches_no_spelling_of_a_denied_address_and_the_trace_names_the_rule(
     root: Path, store: Store
 ) -> None:
@@ -471,7 +452,7 @@ async def test_a_command_reaches_no_spelling_of_a_denied_address_and_the_trace_n
     config = SandboxConfig(network="allow_list", allow_hosts=("*",))
     try:
         result = await run(
-            contract(root, steps=2, tools=("exec",)),
+            contract(root, max_steps=2, tools=("exec",)),
             provider,
             store=store,
             policy=policy,
@@ -534,7 +515,7 @@ async def test_a_run_sets_its_check_only_while_it_drives(root: Path, store: Stor
 
     assert current_check() is None
     provider = ScriptedProvider([reply(calls=[call("look")]), reply("done")])
-    await run(contract(root, steps=2), provider, store=store, tools=[look])
+    await run(contract(root, max_steps=2), provider, store=store, tools=[look])
 
     assert isinstance(seen[0], RunNet)
     assert current_check() is None

@@ -13,6 +13,7 @@ import sys
 import textwrap
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
+import support
 from io_harness import (
-    Budget,
     CompletionRequest,
     CompletionResponse,
     ConfigError,
@@ -44,6 +45,7 @@ from io_harness import (
 )
 from io_harness.otel import OtelObserver, instrument
 from io_harness.testing import ScriptedProvider, call, reply
+from support import spawn
 
 USAGE = Usage(input_tokens=120, output_tokens=30, cache_read_tokens=80, reasoning_tokens=5)
 GOAL = "make the greeting say hello"
@@ -135,10 +137,8 @@ def work(tmp_path: Path) -> Path:
     return root
 
 
-def contract(work: Path, **budget: Any) -> TaskContract:
-    return TaskContract.workspace(
-        GOAL, work, WorkspaceFileContains("greeting.txt", "hello"), budget=Budget(**budget)
-    )
+contract = partial(support.contract, goal=GOAL, file="greeting.txt", needle="hello")
+"""The task of the runs here: done when greeting.txt holds ``hello``."""
 
 
 def attrs(span: ReadableSpan) -> dict[str, Any]:
@@ -435,11 +435,6 @@ def tree_model(request: CompletionRequest) -> CompletionResponse:
         return reply("Joining.", [call("write_file", path="root.txt", content="done\n")], USAGE)
     file = "a.txt" if goal == "write a" else "b.txt"
     return reply(f"Writing {file}.", [call("write_file", path=file, content="done\n")], USAGE)
-
-
-def spawn(goal: str, file: str) -> Any:
-    verify = {"kind": "workspace_file_contains", "file": file, "needle": "done"}
-    return call("spawn_agent", goal=goal, verify=verify)
 
 
 async def test_a_sub_agent_runs_inside_its_parents_spawn_agent_span(

@@ -10,18 +10,19 @@ import os
 import sqlite3
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import support
 from io_harness import (
     NO_SANDBOX,
     Act,
     ApprovalContext,
     ApprovalRequest,
     ApproveAll,
-    Budget,
     CallbackApprover,
     Command,
     ConfigError,
@@ -46,6 +47,7 @@ from io_harness import (
 from io_harness.sandbox import SandboxConfig
 from io_harness.store._records import StepRecord
 from io_harness.testing import ScriptedProvider, call, reply
+from support import HOSTILE, HOSTILE_SHOWN, active_in, app_policy, observations
 
 WORKER = Path(__file__).with_name("approval_worker.py")
 
@@ -64,30 +66,8 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def app_policy() -> Policy:
-    return (
-        Policy.guarded()
-        .layer("app")
-        .allow_read("*")
-        .allow_write("src/*")
-        .deny_read("secrets/*")
-        .deny_write("secrets/*")
-        .ask_exec("python")
-    )
-
-
-def contract(root: Path, needle: str = "DONE", **budget: Any) -> TaskContract:
-    return TaskContract.workspace(
-        "finish the app",
-        root,
-        WorkspaceFileContains("src/app.py", needle),
-        budget=Budget(**budget),
-    )
-
-
-def observations(provider: ScriptedProvider, request: int) -> list[str]:
-    last = provider.requests[request].messages[-1]
-    return [block.content for block in last.content]  # type: ignore[union-attr]
+contract = partial(support.contract, goal="finish the app", file="src/app.py", needle="DONE")
+"""The task of the runs here: done when src/app.py holds ``DONE``."""
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -547,22 +527,6 @@ async def test_the_stdin_approver_shows_the_diff_and_reads_the_answer(
     assert "wants:     write src/app.py (write_file)\n" in shown
     assert '\narguments: {"path": "src/app.py", "content": "x"}\n' in shown
     assert "\n  +x\n" in shown and "\nasked by the default for write\n" in shown
-
-
-HOSTILE = "\x1b[2K\r\x1b]0;ok\x07\x9b1A\x9d0;ok\x07\u202etxt.exe\u2066\u2069\u200b\u2028"
-"""What a model writes to redraw a prompt: erase the line and go back to its start (ESC [2K,
-CR), retitle the window (OSC), a C1 CSI and OSC, a right-to-left override and an isolate, a
-zero-width space and a line separator."""
-HOSTILE_SHOWN = (
-    "\\x1b[2K\\r\\x1b]0;ok\\x07\\x9b1A\\x9d0;ok\\x07\\u202etxt.exe\\u2066\\u2069\\u200b\\u2028"
-)
-""":data:`HOSTILE` as the prompt shows it: every character escaped, none dropped."""
-ACTIVE = ["\x1b", "\x07", "\r", "\x9b", "\x9d", "\u202e", "\u2066", "\u2069", "\u200b", "\u2028"]
-
-
-def active_in(shown: bytes) -> list[str]:
-    """The characters of :data:`ACTIVE` in ``shown``, UTF-8 as a terminal gets it."""
-    return [char for char in ACTIVE if char.encode() in shown]
 
 
 async def test_the_approval_prompt_shows_a_hostile_command_path_and_content_as_inert_text(

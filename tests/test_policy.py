@@ -15,20 +15,9 @@ from io_harness.errors import ConfigError
 from io_harness.policy import Act, Effect, Layer, Policy, Rule, Verdict, normalise_target
 from io_harness.policy._glob import match_glob
 from io_harness.policy._hosts import canonical_host, host_problem
+from support import app_policy as example_policy
 
 PROPERTY = settings(max_examples=200, derandomize=True, deadline=None)
-
-
-def example_policy() -> Policy:
-    return (
-        Policy.guarded()
-        .layer("app")
-        .allow_read("*")
-        .allow_write("src/*")
-        .deny_read("secrets/*")
-        .deny_write("secrets/*")
-        .ask_exec("python")
-    )
 
 
 def effect(policy: Policy, act: Act | str, target: str) -> Effect:

@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
 
+import support
 from io_harness import (
     Anthropic,
     Budget,
@@ -34,13 +36,13 @@ from io_harness import (
     Store,
     TaskContract,
     Usage,
-    WorkspaceFileContains,
     resume,
     run,
 )
 from io_harness.pricing import format_money
 from io_harness.testing import ScriptedProvider, ScriptItem, call, reply
 from loopback import LoopbackServer
+from support import ProcessDied
 from wire_anthropic import messages_stream
 from wire_openai import chat_stream
 from wire_openai import usage as wire_usage
@@ -49,13 +51,8 @@ MODEL = "m-test"
 E = TypeVar("E")
 
 
-def contract(root: Path, **budget: object) -> TaskContract:
-    return TaskContract.workspace(
-        "make add() add",
-        root,
-        WorkspaceFileContains("pkg/calc.py", "a + b"),
-        budget=Budget(**budget),
-    )
+contract = partial(support.contract, goal="make add() add", file="pkg/calc.py", needle="a + b")
+"""The task of the runs here: done when pkg/calc.py holds ``a + b``."""
 
 
 def read(usage: Usage, model: str = MODEL) -> CompletionResponse:
@@ -712,10 +709,6 @@ async def test_a_fallback_members_answer_is_priced_by_its_own_model(
 
 
 # -- resume -----------------------------------------------------------------------------------
-
-
-class ProcessDied(BaseException):
-    """Stands for the process ending mid-step: nothing of the step is committed."""
 
 
 EXPENSIVE = Usage(input_tokens=1000, output_tokens=399_000)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+import support
 from io_harness import (
     Budget,
     ConfigError,
@@ -22,11 +24,10 @@ from io_harness import (
 )
 from io_harness.testing import ScriptedProvider, call, reply
 
-
-def contract(root: Path, goal: str = "fix add") -> TaskContract:
-    return TaskContract.workspace(
-        goal, root, WorkspaceFileContains("pkg/calc.py", "a + b"), budget=Budget(max_steps=5)
-    )
+contract = partial(
+    support.contract, goal="fix add", file="pkg/calc.py", needle="a + b", max_steps=5
+)
+"""The task recorded here: done when pkg/calc.py holds ``a + b``."""
 
 
 def script() -> ScriptedProvider:

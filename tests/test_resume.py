@@ -3,29 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from pathlib import Path
+from typing import Unpack
 
 import pytest
 
+import support
 from _stores import StoreFactory
 from io_harness import (
-    Budget,
     CompletionRequest,
     CompletionResponse,
     ResumeError,
     RunOutcome,
     Store,
-    TaskContract,
     Usage,
-    WorkspaceFileContains,
     resume,
     run,
 )
 from io_harness.testing import ScriptedProvider, call, reply
-
-
-class ProcessDied(BaseException):
-    """Stands for the process ending mid-step: nothing of the step is committed."""
+from support import Limits, ProcessDied
 
 
 @pytest.fixture
@@ -34,13 +31,8 @@ def store(store_factory: StoreFactory) -> Store:
     return store_factory()
 
 
-def contract(root: Path, **budget: object) -> TaskContract:
-    return TaskContract.workspace(
-        "fix add",
-        root,
-        WorkspaceFileContains("pkg/calc.py", "a + b"),
-        budget=Budget(**budget),
-    )
+contract = partial(support.contract, goal="fix add", file="pkg/calc.py", needle="a + b")
+"""The task of the runs here: done when pkg/calc.py holds ``a + b``."""
 
 
 USAGE = Usage(input_tokens=50, output_tokens=5)
@@ -50,7 +42,7 @@ FIX = reply(
 )
 
 
-async def interrupted_run(root: Path, store: Store, **budget: object) -> str:
+async def interrupted_run(root: Path, store: Store, **budget: Unpack[Limits]) -> str:
     """A run with two committed steps whose third step dies."""
     provider = ScriptedProvider([READ, READ, ProcessDied()])
     with pytest.raises(ProcessDied):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+import support
 from io_harness import (
     ConfigError,
     Harness,
@@ -15,8 +17,6 @@ from io_harness import (
     Roles,
     RunOutcome,
     Store,
-    TaskContract,
-    WorkspaceFileContains,
 )
 from io_harness.testing import ScriptedProvider, call, reply
 from io_harness.tools import tool
@@ -55,10 +55,8 @@ def work(tmp_path: Path) -> Path:
     return root
 
 
-def contract(work: Path, role: str | None = "writer") -> TaskContract:
-    return TaskContract.workspace(
-        "write done.txt", work, WorkspaceFileContains("done.txt", "done"), role=role
-    )
+contract = partial(support.contract, role="writer")
+"""The task of the runs here, under the writer role: done when done.txt holds ``done``."""
 
 
 async def test_a_roles_calls_are_composed_from_its_files_and_limited_to_its_set(
@@ -125,7 +123,7 @@ async def test_a_role_needs_a_roles_file_and_a_known_name(work: Path) -> None:
     with pytest.raises(ConfigError, match="has no roles file"):
         await Harness(provider).run(contract(work))
     with pytest.raises(ConfigError, match="no role is named 'critic'"):
-        await Harness(provider, roles=work.parent / "roles.toml").run(contract(work, "critic"))
+        await Harness(provider, roles=work.parent / "roles.toml").run(contract(work, role="critic"))
 
 
 async def test_a_bad_committed_schema_is_a_config_error_naming_the_file(work: Path) -> None:

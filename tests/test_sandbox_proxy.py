@@ -16,6 +16,7 @@ import pytest
 from io_harness.errors import ConfigError
 from io_harness.policy import Act, Effect, Policy, Verdict
 from io_harness.sandbox._proxy import NetProxy, ProxyDecision, net_target
+from support import Listener
 
 
 class Echo:
@@ -243,19 +244,6 @@ async def test_a_malformed_request_gets_400(sock_path: Path, request_bytes: byte
 
 
 # -- an address has one spelling -------------------------------------------------------------
-
-
-class Listener:
-    """A TCP listener on 127.0.0.1, and on ::1 at the same port where the machine has IPv6,
-    that counts the connections it accepts and closes each at once."""
-
-    def __init__(self) -> None:
-        self.port = 0
-        self.accepted = 0
-
-    def accept(self, _reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.accepted += 1
-        writer.close()
 
 
 @pytest.fixture

@@ -7,10 +7,12 @@ import os
 import shutil
 import sqlite3
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+import support
 from io_harness import (
     NO_SANDBOX,
     Budget,
@@ -48,10 +50,8 @@ def root(tmp_path: Path) -> Path:
     return folder
 
 
-def contract(root: Path, steps: int = 3) -> TaskContract:
-    return TaskContract.workspace(
-        "mark it", root, CHECK, budget=Budget(max_steps=steps), tools=["exec"]
-    )
+contract = partial(support.contract, goal="mark it", verify=CHECK, tools=["exec"], max_steps=3)
+"""The task of the runs here: done when CHECK passes (marker.txt is not empty)."""
 
 
 def marking() -> ScriptedProvider:

@@ -10,13 +10,14 @@ import contextlib
 import sqlite3
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from _stores import StoreFactory, eventually
+import support
+from _stores import StoreFactory
 from io_harness import (
-    Budget,
     ResumeError,
     RunOutcome,
     StorageError,
@@ -30,15 +31,10 @@ from io_harness.store._records import StepRecord
 from io_harness.store._schema import SCHEMA_VERSION
 from io_harness.store._sqlite import SqliteStore
 from io_harness.testing import ScriptedProvider, call, reply
+from support import eventually
 
-
-def contract(root: Path, steps: int = 3) -> TaskContract:
-    return TaskContract.workspace(
-        "look around",
-        root,
-        WorkspaceFileContains("never.txt", "x"),
-        budget=Budget(max_steps=steps),
-    )
+contract = partial(support.contract, goal="look around", file="never.txt", needle="x", max_steps=3)
+"""The task of the runs here: done when never.txt holds ``x`` (most never write it)."""
 
 
 def listing() -> ScriptedProvider:
@@ -104,8 +100,8 @@ async def test_runs_are_listed_newest_first_with_their_totals(
     project: Path, store_factory: StoreFactory
 ) -> None:
     store = store_factory()
-    first = await run(contract(project, 1), listing(), store=store, run_id="first")
-    second = await run(contract(project, 2), listing(), store=store, run_id="second")
+    first = await run(contract(project, max_steps=1), listing(), store=store, run_id="first")
+    second = await run(contract(project, max_steps=2), listing(), store=store, run_id="second")
 
     runs = store.runs()
 
@@ -122,7 +118,7 @@ async def test_restart_clock_stamps_the_start_once_and_drops_its_label(
 ) -> None:
     store = store_factory()
     waiting = {"ioh.queue.waiting": "1", "team": "a"}
-    await run(contract(project, 1), listing(), store=store, run_id="q", labels=waiting)
+    await run(contract(project, max_steps=1), listing(), store=store, run_id="q", labels=waiting)
 
     with store.lease("q"):
         assert store.restart_clock("q", "ioh.queue.waiting", at=4_000_000_000.0)
@@ -137,14 +133,20 @@ async def test_runs_are_filtered_by_labels_and_by_status_or_outcome(
 ) -> None:
     store = store_factory()
     team = {"team": "a", "suite": "nightly"}
-    await run(contract(project, 1), listing(), store=store, run_id="a1", labels=team)
-    await run(contract(project, 1), listing(), store=store, run_id="a2", labels={"team": "a"})
-    await run(contract(project, 1), listing(), store=store, run_id="b1", labels={"team": "b"})
+    await run(contract(project, max_steps=1), listing(), store=store, run_id="a1", labels=team)
+    await run(
+        contract(project, max_steps=1), listing(), store=store, run_id="a2", labels={"team": "a"}
+    )
+    await run(
+        contract(project, max_steps=1), listing(), store=store, run_id="b1", labels={"team": "b"}
+    )
     fixed = ScriptedProvider([reply(calls=[call("write_file", path="never.txt", content="x")])])
-    await run(contract(project, 1), fixed, store=store, run_id="won", labels={"team": "b"})
+    await run(
+        contract(project, max_steps=1), fixed, store=store, run_id="won", labels={"team": "b"}
+    )
     stopped = ScriptedProvider([reply(calls=[call("list_dir")]), KeyboardInterrupt()])
     with pytest.raises(KeyboardInterrupt):
-        await run(contract(project, 3), stopped, store=store, run_id="cut", labels=team)
+        await run(contract(project, max_steps=3), stopped, store=store, run_id="cut", labels=team)
 
     def ids(**filters: object) -> list[str]:
         return [r.id for r in store.runs(**filters)]  # type: ignore[arg-type]
@@ -172,7 +174,7 @@ async def test_another_connection_reads_a_run_while_it_is_being_written(
         if getattr(event, "kind", "") == "step_finished":
             seen.append(reader.runs()[0].steps)
 
-    result = await run(contract(project, 4), listing(), store=writer, observer=observe)
+    result = await run(contract(project, max_steps=4), listing(), store=writer, observer=observe)
 
     assert seen == [1, 2, 3, 4]
     assert reader.trace(result.run_id).run.steps == 4
@@ -190,7 +192,7 @@ async def test_a_second_writer_is_refused_before_it_calls_the_model(
         return reply(calls=[call("list_dir")])
 
     first = asyncio.create_task(
-        run(contract(project, 1), ScriptedProvider(slow), store=first_store, run_id="r")  # type: ignore[arg-type]
+        run(contract(project, max_steps=1), ScriptedProvider(slow), store=first_store, run_id="r")  # type: ignore[arg-type]
     )
     await in_call.wait()
     intruder = ScriptedProvider([reply(calls=[call("write_file", path="x", content="x")])])
@@ -213,7 +215,9 @@ async def test_a_store_that_cannot_write_reports_a_storage_error(
     big = reply("x" * 200_000, [call("list_dir")])
 
     with pytest.raises(StorageError, match="cannot write to"):
-        await run(contract(project, 3), ScriptedProvider(lambda request: big), store=store)
+        await run(
+            contract(project, max_steps=3), ScriptedProvider(lambda request: big), store=store
+        )
     store.close()
 
 
@@ -228,7 +232,7 @@ async def test_a_step_another_writer_committed_first_is_refused_and_nothing_writ
     store = store_factory()
     stopped = ScriptedProvider([reply(calls=[call("list_dir")]), KeyboardInterrupt()])
     with pytest.raises(KeyboardInterrupt):
-        await run(contract(project, 3), stopped, store=store, run_id="r")
+        await run(contract(project, max_steps=3), stopped, store=store, run_id="r")
     before = store.trace("r")
 
     with pytest.raises(StorageError, match="advanced by another writer"):
@@ -244,7 +248,7 @@ async def test_the_trace_holds_every_prompt_response_call_and_draw(
     project: Path, store_factory: StoreFactory
 ) -> None:
     store = store_factory()
-    result = await run(contract(project, 2), listing(), store=store)
+    result = await run(contract(project, max_steps=2), listing(), store=store)
 
     trace = store.trace(result.run_id)
 
@@ -265,7 +269,7 @@ async def test_normal_durability_stores_the_same_run(
     project: Path, store_factory: StoreFactory
 ) -> None:
     fast = store_factory(durability="normal")
-    result = await run(contract(project, 2), listing(), store=fast)
+    result = await run(contract(project, max_steps=2), listing(), store=fast)
     assert fast.runs()[0].steps == result.steps == 2
     assert store_factory().trace(result.run_id).run.steps == 2
 

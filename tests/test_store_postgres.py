@@ -13,15 +13,16 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import psycopg
 import pytest
 
+import support
 from _postgres import PASSWORD_ROLE, PostgresCluster
-from _stores import StoreFactory, eventually
+from _stores import StoreFactory
 from io_harness import (
-    Budget,
     CompletionRequest,
     CompletionResponse,
     ConfigError,
@@ -43,14 +44,13 @@ from io_harness.messages import Message
 from io_harness.store._records import McpEventRow, StepRecord
 from io_harness.store._schema import SCHEMA_VERSION
 from io_harness.testing import ScriptedProvider, call, reply
+from support import eventually
 
 LISTING = reply(calls=[call("list_dir")])
 
 
-def contract(root: Path, steps: int = 3) -> TaskContract:
-    return TaskContract.workspace(
-        "look around", root, WorkspaceFileContains("never.txt", "x"), budget=Budget(max_steps=steps)
-    )
+contract = partial(support.contract, goal="look around", file="never.txt", needle="x", max_steps=3)
+"""The task of the runs here: done when never.txt holds ``x`` (most never write it)."""
 
 
 def sql(url: str, statement: str, *params: object) -> list[tuple[object, ...]]:
@@ -78,7 +78,7 @@ async def stopped_at_step(root: Path, store: Store, run_id: str = "r", steps: in
     """A run ``run_id`` whose process stopped after ``steps`` committed steps."""
     script: list[object] = [LISTING] * steps + [KeyboardInterrupt()]
     with pytest.raises(KeyboardInterrupt):
-        await run(contract(root, 5), ScriptedProvider(script), store=store, run_id=run_id)  # type: ignore[arg-type]
+        await run(contract(root, max_steps=5), ScriptedProvider(script), store=store, run_id=run_id)  # type: ignore[arg-type]
 
 
 def next_step(store: Store, run_id: str) -> StepRecord:
@@ -401,7 +401,7 @@ async def test_a_run_goes_on_across_a_database_restart(
         return LISTING
 
     try:
-        result = await run(contract(project, 4), ScriptedProvider(answer), store=store)  # type: ignore[arg-type]
+        result = await run(contract(project, max_steps=4), ScriptedProvider(answer), store=store)  # type: ignore[arg-type]
         run_id = result.run_id
     except StorageError as exc:  # a connection cut inside a commit: the run stops cleanly
         assert "\n" not in str(exc)
@@ -430,7 +430,12 @@ async def test_a_run_whose_database_went_away_fails_cleanly_and_resumes(
 
     try:
         with pytest.raises(StorageError) as failed:
-            await run(contract(project, 4), ScriptedProvider(answer), store=store, run_id="r")  # type: ignore[arg-type]
+            await run(
+                contract(project, max_steps=4),
+                ScriptedProvider(answer),  # type: ignore[arg-type]
+                store=store,
+                run_id="r",
+            )
     finally:
         postgres_cluster.start()
 
@@ -563,7 +568,9 @@ async def test_a_store_opened_with_credentials_in_its_url_shows_and_stores_none(
     url = postgres_url.replace("postgres@", "postgres:SECRETMARK@", 1)
     url += "?application_name=ioh&sslpassword=SECRETMARK"
     with Store.open(url) as store:
-        await run(contract(project, 1), ScriptedProvider([LISTING]), store=store, run_id="r1")
+        await run(
+            contract(project, max_steps=1), ScriptedProvider([LISTING]), store=store, run_id="r1"
+        )
         assert "SECRETMARK" not in f"{store!r} {store.location}"  # type: ignore[attr-defined]
         with pytest.raises(ResumeError) as unknown:
             store.load_run("never")

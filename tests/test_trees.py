@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+import support
 from io_harness import (
-    Budget,
     CompletionRequest,
     CompletionResponse,
     ConfigError,
@@ -31,22 +31,16 @@ from io_harness import (
     RunOutcome,
     Store,
     TaskContract,
-    Usage,
-    WorkspaceFileContains,
 )
 from io_harness._net import current_check
 from io_harness.testing import ScriptedProvider, call, reply
 from io_harness.tools import tool
+from support import USAGE, child, goal_of, spawn, write
 
 Turn = (
     Callable[[CompletionRequest], CompletionResponse | Awaitable[CompletionResponse]]
     | CompletionResponse
 )
-USAGE = Usage(input_tokens=100, output_tokens=10)
-
-
-def goal_of(request: CompletionRequest) -> str:
-    return str(request.messages[0].text).split("\n\n", 1)[0]
 
 
 class Agents:
@@ -80,24 +74,8 @@ class Agents:
         return ScriptedProvider(self)
 
 
-def write(path: str, text: str = "done\n") -> Any:
-    return call("write_file", path=path, content=text)
-
-
-def spawn(goal: str, file: str, needle: str = "done", **options: Any) -> Any:
-    verify = {"kind": "workspace_file_contains", "file": file, "needle": needle}
-    return call("spawn_agent", goal=goal, verify=verify, **options)
-
-
-def child(file: str, text: str = "done\n") -> list[Turn]:
-    """A child that writes its file, then says so."""
-    return [reply(f"writing {file}", [write(file, text)], USAGE), reply("written", usage=USAGE)]
-
-
-def root_contract(work: Path, file: str = "root.txt", **budget: Any) -> TaskContract:
-    return TaskContract.workspace(
-        "coordinate", work, WorkspaceFileContains(file, "done"), budget=Budget(**budget)
-    )
+root_contract = partial(support.contract, goal="coordinate", file="root.txt")
+"""The root's task: done when root.txt holds ``done``."""
 
 
 @pytest.fixture

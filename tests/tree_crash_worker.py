@@ -17,15 +17,13 @@ asks before a leaf writes its file (no approver: the tree pauses), and
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sys
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
-from typing import Any
 
+import support
 from io_harness import (
-    Budget,
     CompletionRequest,
     CompletionResponse,
     Containment,
@@ -35,14 +33,10 @@ from io_harness import (
     Price,
     PriceTable,
     Store,
-    TaskContract,
-    ToolCall,
     Usage,
-    WorkspaceFileContains,
 )
-from io_harness.testing import ScriptedProvider, call, reply
-from io_harness.tools import RunTools, ToolOutcome
-from io_harness.tools._gated import Deferral
+from io_harness.testing import ScriptedProvider, reply
+from support import Killer, arm, spawn, write
 
 ROOT_ID = "tree"
 MIDDLES = ("middle a", "middle b")
@@ -53,51 +47,29 @@ ASKED = "notes/leaf-a2.txt"
 """The file a leaf writes that ``run-ask`` and ``approve`` ask about."""
 
 
-def contract(root: Path) -> TaskContract:
-    return TaskContract.workspace(
-        "coordinate", root, WorkspaceFileContains("root.txt", "done"), budget=Budget(max_steps=6)
-    )
+contract = partial(support.contract, goal="coordinate", file="root.txt", max_steps=6)
+"""The root's task: its middles' files, then root.txt."""
 
 
 def file_of(goal: str) -> str:
     return goal.replace(" ", "-") + ".txt"
 
 
-def spawn(goal: str) -> ToolCall:
-    verify = {"kind": "workspace_file_contains", "file": file_of(goal), "needle": "done"}
-    return call("spawn_agent", goal=goal, verify=verify)
-
-
-def write(path: str, text: str = "done\n") -> ToolCall:
-    return call("write_file", path=path, content=text)
-
-
 def answer(goal: str, turn: int) -> CompletionResponse:
     usage = Usage(input_tokens=100 + 10 * turn + len(goal), output_tokens=5 + turn)
     if goal == "coordinate":
         if turn == 0:
-            return reply("splitting", [spawn(m) for m in MIDDLES], usage)
+            return reply("splitting", [spawn(m, file_of(m)) for m in MIDDLES], usage)
         return reply("finishing", [write("root.txt")], usage)
     if goal in LEAVES:
         if turn == 0:
-            return reply(f"{goal}: splitting", [spawn(leaf) for leaf in LEAVES[goal]], usage)
+            return reply(
+                f"{goal}: splitting", [spawn(leaf, file_of(leaf)) for leaf in LEAVES[goal]], usage
+            )
         return reply(f"{goal}: finishing", [write(file_of(goal))], usage)
     if turn == 0:
         return reply(f"{goal}: noting", [write(f"notes/{file_of(goal)}", f"{goal}\n")], usage)
     return reply(f"{goal}: finishing", [write(file_of(goal))], usage)
-
-
-class Killer:
-    """Counts provider calls, tool calls and commits; SIGKILLs the process at the chosen one."""
-
-    def __init__(self, kill_at: str, count: int) -> None:
-        self.kill_at, self.count, self.seen = kill_at, count, 0
-
-    def tick(self, moment: str) -> None:
-        if moment == self.kill_at:
-            self.seen += 1
-            if self.seen == self.count:
-                os.kill(os.getpid(), signal.SIGKILL)
 
 
 def provider(killer: Killer) -> ScriptedProvider:
@@ -110,31 +82,11 @@ def provider(killer: Killer) -> ScriptedProvider:
     return ScriptedProvider(respond)
 
 
-def arm(killer: Killer, store: Store) -> None:
-    dispatch = RunTools.dispatch
-
-    async def dispatch_then_tick(
-        self: RunTools, call: ToolCall, **options: Any
-    ) -> ToolOutcome | Deferral:
-        outcome = await dispatch(self, call, **options)
-        killer.tick("tool")
-        return outcome
-
-    RunTools.dispatch = dispatch_then_tick  # type: ignore[method-assign]
-    commit = store.commit_step
-
-    def commit_then_tick(run_id: str, record: Any) -> None:
-        commit(run_id, record)
-        killer.tick("commit")
-
-    store.commit_step = commit_then_tick  # type: ignore[method-assign]
-
-
 def main() -> None:
     db, root, mode, kill_at, count = sys.argv[1:6]
     store = Store.open(db)
     killer = Killer(kill_at, int(count))
-    arm(killer, store)
+    arm(killer, store, commit_step="commit")
     asks = mode in ("run-ask", "approve")
     policy = Policy.default().layer("review").ask_write(ASKED) if asks else None
     harness = Harness(

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loopback import Reply, sse
+from support import pieces
 
 __all__ = [
     "API_KEY",
@@ -38,12 +39,6 @@ MODEL = "claude-test-1"
 
 API_KEY = "sk-ant-test-0123456789abcdef"
 """A key for tests: long enough that redaction applies, and easy to look for."""
-
-
-def pieces(text: str, split: int) -> list[str]:
-    """``text`` cut into pieces of at most ``split`` characters (none for ``""``)."""
-    size = max(1, split)
-    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def _event(data: Mapping[str, Any]) -> str:

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loopback import Reply, sse
+from support import pieces
 
 __all__ = [
     "ToolCallSpec",
@@ -34,12 +35,6 @@ __all__ = [
 
 ToolCallSpec = tuple[str | None, str, str]
 """A streamed tool call: ``(id or None, name, arguments JSON text)``."""
-
-
-def pieces(text: str, size: int) -> list[str]:
-    """``text`` cut into consecutive pieces of at most ``size`` characters."""
-    size = max(1, size)
-    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def usage(
