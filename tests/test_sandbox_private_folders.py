@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import site
 import subprocess
 import tempfile
@@ -137,3 +138,29 @@ def test_a_harness_in_a_private_folder_runs_what_its_commands_need(
         # Only the way in is shown: the private folder's other files are not.
         assert said["the rest hidden"][0] == 0, said
         assert "secret.txt" not in said["the rest hidden"][1], said
+
+
+@pytest.mark.parametrize("name", sorted(BACKENDS))
+async def test_a_store_in_a_private_folder_outside_the_workspace_lets_commands_run(
+    name: str, tmp_path: Path
+) -> None:
+    # `.ioh/runs.db` in the folder ioh runs from is 0700: as nobody, bubblewrap could not
+    # reach it to cover it, and every command of the run failed to start.
+    from io_harness import Store
+    from io_harness.sandbox import SandboxConfig
+    from io_harness.sandbox._shield import keeping_private
+
+    backend = BACKENDS[name]
+    ok, reason = backend.available()
+    if not ok:
+        pytest.skip(f"{name} is not available here: {reason}")
+    private = Path(tempfile.mkdtemp(prefix="ioh-private-", dir="/var/tmp"))
+    try:
+        store = Store.open(private / ".ioh" / "runs.db")
+        with store, keeping_private(store.files()):
+            outcome = await backend(SandboxConfig(accept_floor=True)).run(
+                ["sh", "-c", "echo ran"], workdir=tmp_path
+            )
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+    assert (outcome.exit_code, outcome.stdout) == (0, "ran\n"), outcome.stderr

@@ -122,11 +122,12 @@ class BubblewrapSandbox(ContainedSandbox):
         args = ["bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         args += ["--unshare-cgroup-try"]
         launcher: dict[str, Any] = {"fds": {SECCOMP_FD: str(command.seccomp)}}
+        as_nobody = _as_root() and command.mode != "full_access"
         if _as_root() and command.mode == "full_access":
             # Writing the whole host was asked for: bwrap runs as root, and the command's
             # uid (non-root inside, so it has no capabilities) is the host's root.
             args += ["--uid", str(NOBODY), "--gid", str(NOBODY)]
-        elif _as_root():
+        elif as_nobody:
             launcher |= _as_nobody(command, masks_sockets=True)
         if command.config.network != "open":
             args.append("--unshare-net")
@@ -152,7 +153,9 @@ class BubblewrapSandbox(ContainedSandbox):
         # be moved or removed either), and the harness's own files, covered.
         for path in command.shield.kept:
             args += ["--ro-bind", str(path), str(path)]
-        for path in command.shield.hidden:
+        # As nobody, the launcher has covered them already, in the namespace bwrap starts
+        # from (bwrap, nobody by then, could not reach a store in a folder only root enters).
+        for path in () if as_nobody else command.shield.hidden:
             args += (
                 ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
             )
