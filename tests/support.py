@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import select
 import signal
+import subprocess
 import time
 from collections.abc import Callable, Sequence
 from decimal import Decimal
@@ -253,3 +255,13 @@ def pieces(text: str, size: int) -> list[str]:
     """``text`` cut into consecutive pieces of at most ``size`` characters (none for ``""``)."""
     size = max(1, size)
     return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def line_from(process: subprocess.Popen[str], within: float = 60.0) -> str:
+    """The next line ``process`` prints on its standard output, waiting at most ``within``
+    seconds (a child that hangs before it prints fails the test instead of hanging it)."""
+    assert process.stdout is not None
+    ready, _, _ = select.select([process.stdout], [], [], within)
+    if not ready:
+        raise AssertionError(f"the process printed no line within {within:g} s")
+    return process.stdout.readline()

@@ -139,7 +139,7 @@ def test_ioh_run_with_openai_writes_the_file_and_show_prints_provider_model_and_
     out = flat(capsys.readouterr().out)
     assert status == 0, out
     assert (project.root / "out.txt").read_text() == "hello\n"
-    assert "outcome: success after 1 steps" in out
+    assert "outcome: success after 1 step" in out
     assert f"spend: {OPENAI_COST}" in out
     (request,) = openai_server.requests
     assert request.path == "/v1/chat/completions"
@@ -340,7 +340,7 @@ def test_a_run_over_its_cost_budget_stops_and_exits_1(
 
     out = flat(capsys.readouterr().out)
     assert status == 1, out
-    assert "cost_budget_exceeded after 1 steps" in out
+    assert "cost_budget_exceeded after 1 step" in out
     assert "spend: 0.010500" in out
     assert len(server.requests) == 1
     assert not (project.root / "out.txt").exists()

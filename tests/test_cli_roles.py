@@ -86,7 +86,7 @@ def test_check_defaults_to_the_current_folder_and_takes_another_roles_file(
     out = capsys.readouterr().out
     assert "solo" in out
     assert "edit_file  elected  descriptions/tools/edit_file.json  no description" in out
-    assert "dropped (no schema in descriptions/tools/): grep" in out
+    assert "grep  elected  built-in schema  built-in description" in out
 
 
 def test_a_bad_schema_exits_2_naming_the_file(

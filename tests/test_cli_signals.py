@@ -23,7 +23,7 @@ import pytest
 
 from io_harness import Store
 from loopback import CapturedRequest, LoopbackServer, Reply
-from support import eventually
+from support import eventually, line_from
 from wire_openai import chat_stream, usage
 
 IOH = Path(sys.executable).with_name("ioh")
@@ -374,7 +374,7 @@ def test_a_closed_stdout_stops_the_printing_not_the_run(tmp_path: Path) -> None:
         )
         try:
             assert process.stdout is not None
-            first = process.stdout.readline()  # as `ioh run ... | head -1` does
+            first = line_from(process, WAIT)  # as `ioh run ... | head -1` does
             process.stdout.close()
             closed.set()
             _, err = process.communicate(timeout=WAIT)

@@ -31,7 +31,7 @@ from io_harness.store._records import StepRecord
 from io_harness.store._schema import SCHEMA_VERSION
 from io_harness.store._sqlite import SqliteStore
 from io_harness.testing import ScriptedProvider, call, reply
-from support import eventually
+from support import eventually, line_from
 
 contract = partial(support.contract, goal="look around", file="never.txt", needle="x", max_steps=3)
 """The task of the runs here: done when never.txt holds ``x`` (most never write it)."""
@@ -347,7 +347,7 @@ def test_a_run_whose_writer_died_is_not_driven(store_factory: StoreFactory) -> N
     proc = subprocess.Popen(
         [sys.executable, "-c", holder], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
-    assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+    assert line_from(proc) == "held\n"
     with store_factory() as store:
         assert store.driven("r")
         with pytest.raises(ResumeError, match="being driven by another writer"), store.lease("r"):

@@ -44,7 +44,7 @@ from io_harness.messages import Message
 from io_harness.store._records import McpEventRow, StepRecord
 from io_harness.store._schema import SCHEMA_VERSION
 from io_harness.testing import ScriptedProvider, call, reply
-from support import eventually
+from support import eventually, line_from
 
 LISTING = reply(calls=[call("list_dir")])
 
@@ -365,7 +365,7 @@ def test_a_writer_stopped_past_its_lease_then_continued_commits_nothing(
     proc = subprocess.Popen(
         [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
-    assert proc.stdout is not None and proc.stdout.readline() == "asking\n"
+    assert line_from(proc) == "asking\n"
     store = open_store(opened, postgres_url)
     proc.send_signal(signal.SIGSTOP)
     try:

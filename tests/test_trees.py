@@ -112,7 +112,7 @@ async def test_children_run_their_tasks_and_report_back_in_spawn_order(work: Pat
     assert result.outcome is RunOutcome.SUCCESS
     assert (work / "a.txt").read_text() == (work / "b.txt").read_text() == "done\n"
     first, second = observation(provider, "coordinate", 1)
-    assert first.startswith("sub-agent root.1 ('write a'): success after 1 steps, 110 tokens")
+    assert first.startswith("sub-agent root.1 ('write a'): success after 1 step, 110 tokens")
     assert "files it wrote: a.txt" in first and "its last words: writing a.txt" in first
     assert second.startswith("sub-agent root.2 ('write b'): success")
     nodes = store.tree("root")

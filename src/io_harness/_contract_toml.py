@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from io_harness._contract_words import contract_problems
 from io_harness._mcp import McpServer, servers_from_tables
-from io_harness._validation import describe_validation, loading, read_config_text, read_toml
+from io_harness._validation import loading, read_config_text, read_toml
 from io_harness.errors import ConfigError
 from io_harness.sandbox import SandboxConfig
 
@@ -87,7 +88,7 @@ def load_contract(cls: type[TaskContract], path: Path) -> TaskContract:
         with loading():
             contract = cls.model_validate(fields)
     except ValidationError as exc:
-        raise ConfigError(f"{path}: {describe_validation(exc)}") from None
+        raise ConfigError(f"{path}: {contract_problems(exc)}") from None
     try:
         contract.verify.check_config(contract.mode)
     except ConfigError as exc:

@@ -11,13 +11,13 @@ import asyncio
 import os
 import secrets
 import shutil
-import time
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from io_harness._mcp import McpServer
 from io_harness._net import RunNet
+from io_harness._run_ids import new_run_id
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, RefusedError, ResumeError, run_already_stored
 from io_harness.policy._approval import ApprovalRequest, Approver, Decision
@@ -45,11 +45,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-
-def new_run_id() -> str:
-    """A fresh run id: its start time, sortable, and a random suffix."""
-    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
 
 
 def sync(coroutine: Coroutine[Any, Any, T]) -> T:
@@ -152,7 +147,7 @@ def check_criterion(contract: TaskContract, gate: Gate) -> None:
     for argv in contract.verify.commands():
         missing = missing_program(argv)
         if missing is not None:
-            raise ConfigError(f"the criterion runs {missing}; it could never pass")
+            raise ConfigError(f"the criterion's program {missing}; it could never pass")
         verdict = gate.check_outright(canonical_argv(argv))
         if verdict.effect is not Effect.ALLOW:
             program = argv[0].rsplit("/", 1)[-1]

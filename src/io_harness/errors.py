@@ -71,7 +71,9 @@ class McpError(HarnessError):
 
 
 class ResumeError(HarnessError):
-    """A run cannot be resumed: unknown id, or a store written by a newer version."""
+    """A run cannot be resumed: an unknown id, a store written by a newer version, a stored
+    conversation its steps disagree with, or a harness without what the run started with
+    (a caller tool, an MCP server, its provider's endpoint)."""
 
 
 class StorageError(HarnessError):

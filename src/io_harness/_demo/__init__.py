@@ -1,8 +1,9 @@
 """The bundled demo: a small Python project with failing tests, and a recorded model.
 
-``ioh demo`` copies :data:`PROJECT` and :data:`CONTRACT` into a fresh folder
-and runs the contract with :class:`~io_harness.Replay` over :data:`CASSETTE`,
-the real tools and the real pytest command. ``python -m
+``ioh demo`` copies :data:`PROJECT`, :data:`CONTRACT` and :data:`CASSETTE` into a
+fresh folder and runs the contract, under its ``[policy]``, with
+:class:`~io_harness.Replay` over the copied cassette, the real tools and the real
+pytest command. ``python -m
 io_harness._demo.record`` writes the cassette again after a change to
 prompts or tool output.
 """
@@ -14,7 +15,7 @@ import shutil
 import sys
 from pathlib import Path
 
-__all__ = ["CASSETTE", "CONTRACT", "PROJECT", "prepare", "use_this_python"]
+__all__ = ["CASSETTE", "CONTRACT", "PROJECT", "copy_cassette", "prepare", "use_this_python"]
 
 _HERE = Path(__file__).parent
 PROJECT = _HERE / "project"
@@ -27,6 +28,12 @@ def prepare(folder: Path) -> Path:
     shutil.copytree(PROJECT, folder / "project", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy2(CONTRACT, folder / "contract.toml")
     return folder / "contract.toml"
+
+
+def copy_cassette(folder: Path) -> Path:
+    """Copy the recording into ``folder`` (beside the contract, outside the workspace), so
+    the demo's banner names a file the reader has; return its path."""
+    return Path(shutil.copy2(CASSETTE, folder / CASSETTE.name))
 
 
 def use_this_python() -> None:

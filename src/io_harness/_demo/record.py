@@ -11,7 +11,7 @@ import asyncio
 import tempfile
 from pathlib import Path
 
-from io_harness import Record, RunOutcome, Store, TaskContract, Usage, run
+from io_harness import Policy, Record, RunOutcome, Store, TaskContract, Usage, run
 from io_harness._demo import CASSETTE, prepare, use_this_python
 from io_harness.testing import ScriptedProvider, call, reply
 
@@ -74,12 +74,14 @@ def script() -> ScriptedProvider:
 
 async def _record(cassette: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="ioh-record-") as scratch:
-        contract = TaskContract.from_toml(prepare(Path(scratch) / "demo"))
+        path = prepare(Path(scratch) / "demo")
+        contract, policy = TaskContract.from_toml(path), Policy.from_toml(path)
         use_this_python()
-        result = await run(contract, Record(script(), cassette), store=Store.memory())
+        recorder = Record(script(), cassette)
+        result = await run(contract, recorder, store=Store.memory(), policy=policy)
     if result.outcome is not RunOutcome.SUCCESS:
         raise SystemExit(f"the scripted demo did not succeed: {result}")
-    print(f"wrote {cassette} ({result.steps} steps, verified)")
+    print(f"wrote {cassette} ({result.steps} step{'s' * (result.steps != 1)}, verified)")
 
 
 if __name__ == "__main__":

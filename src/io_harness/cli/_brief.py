@@ -34,8 +34,8 @@ def outcome_style(outcome: str | None, status: str = "running") -> str:
 
 
 def count(n: int, one: str, many: str) -> str:
-    """``1 pass``, ``3 passes``."""
-    return f"{n} {one if n == 1 else many}"
+    """``1 pass``, ``3 passes``, ``1,200 tokens``."""
+    return f"{n:,} {one if n == 1 else many}"
 
 
 def call_arguments(raw: str) -> str:

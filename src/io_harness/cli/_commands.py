@@ -1,4 +1,5 @@
-"""What each ``ioh`` command does once its arguments are parsed.
+"""What each ``ioh`` command does once its arguments are parsed (``ioh demo``'s is in
+``_demo_command.py``).
 
 The parser (``io_harness.cli``) names these functions; they are imported only
 when a command runs, so ``ioh --help`` loads none of the harness.
@@ -8,8 +9,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import shutil
-import tempfile
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,6 @@ from typing import Any
 from rich.console import Console
 
 from io_harness._contract_toml import mcp_servers, sandbox_config
-from io_harness._demo import CASSETTE, prepare, use_this_python
 from io_harness._harness import Harness
 from io_harness._queue._runs import is_queued
 from io_harness._terminal import escaped_json
@@ -26,7 +24,6 @@ from io_harness.cli._launch import (
     launch_labels,
     mcp_label,
     prices_for,
-    replay_label,
     roles_for,
     roles_label,
     stored_mcp,
@@ -61,14 +58,13 @@ from io_harness.loop import DEFAULT_SANDBOX, RunOutcome, RunResult
 from io_harness.policy import Approver, Policy
 from io_harness.prepare._reading import stored_contract, stored_prices
 from io_harness.pricing import PriceTable
-from io_harness.providers import Provider, Replay
+from io_harness.providers import Provider
 from io_harness.providers._spec import provider_from_specs
 from io_harness.store import RunSummary, Store
 from io_harness.store._sqlite import UndecodableError
 
 __all__ = [
     "cmd_decide",
-    "cmd_demo",
     "cmd_pending",
     "cmd_resume",
     "cmd_run",
@@ -414,72 +410,3 @@ def cmd_show(args: argparse.Namespace, console: Console) -> int:
         command = resume_command(trace.run.id, _store_hint(args))
         say(console, escape(f"interrupted: nobody drives it; {command} continues it"))
     return 0
-
-
-def cmd_demo(args: argparse.Namespace, console: Console) -> int:
-    """``ioh demo``: the bundled example, replayed (or live with ``--provider``).
-
-    Without ``--dir`` it runs in a temporary folder, removed when the demo ends,
-    unless its run can go on (it awaits approval, or was interrupted once
-    started): then the folder is kept for ``ioh resume`` and its path said.
-    """
-    if args.dir is not None:
-        return _demo(args, console, args.dir)
-    scratch = Path(tempfile.mkdtemp(prefix=DEMO_PREFIX))
-    kept = f"the demo's folder is kept for ioh resume: {escape(str(scratch))}"
-    try:
-        status = _demo(args, console, scratch / "demo")
-    except RunInterrupted as exc:
-        if exc.run_id is not None:
-            say(console, kept)
-        else:
-            shutil.rmtree(scratch, ignore_errors=True)
-        raise
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
-    if status == EXIT_AWAITING:
-        say(console, kept)
-    else:
-        shutil.rmtree(scratch, ignore_errors=True)
-        say(console, f"removed the demo's folder {escape(str(scratch))} (--dir DIR keeps it)")
-    return status
-
-
-DEMO_PREFIX = "ioh-demo-"
-"""The prefix of the temporary folder a demo without ``--dir`` runs in."""
-
-
-def _demo(args: argparse.Namespace, console: Console, folder: Path) -> int:
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise ConfigError(f"{folder} exists and is not an empty folder; give --dir a new folder")
-    sandbox = sandbox_choice(args, console)
-    contract_path = prepare(folder)
-    if sandbox is DEFAULT_SANDBOX:
-        sandbox = sandbox_config(contract_path) or DEFAULT_SANDBOX
-    contract = TaskContract.from_toml(contract_path)
-    provider: Provider
-    prices = prices_for(args)
-    if args.provider:
-        provider = provider_from_specs(args.provider)
-        say(console, f"Running the demo live with {escape(', '.join(args.provider))}.")
-    else:
-        provider = Replay(CASSETTE)
-        say(
-            console,
-            "Running the demo offline: the model's replies are replayed from a recording "
-            f"({CASSETTE.name}); the tools, the workspace and the pytest check are real.",
-        )
-    project, contract_file = escape(str(folder / "project")), escape(str(contract_path))
-    say(console, f"project: {project}\ncontract: {contract_file}\n")
-    use_this_python()
-    with Store.open(args.store) as store:
-        labels = launch_labels(args) if args.provider else replay_label(CASSETTE)
-        result = _drive(
-            console,
-            lambda report: Harness(
-                provider, store=store, observer=report, prices=prices, sandbox=sandbox
-            ).run(contract, labels=labels),
-            hint=_store_hint(args),
-        )
-        return _finish(console, result, args, store, prices)

@@ -4,7 +4,8 @@
 contract file of its MCP servers and its roles file (every run stores its
 prices), so ``ioh resume``, ``approve`` and ``deny`` need no flags to go on.
 A spec's URL is stored without its credentials; such a run needs
-``--provider`` again to go on.
+``--provider`` again to go on. A vendor's spec is rebuilt at the base URL the run
+started with (kept in its setup), not the one this shell's environment names.
 """
 
 from __future__ import annotations
@@ -118,10 +119,12 @@ def stored_mcp(store: Store, run_id: str) -> tuple[McpServer, ...]:
 
 
 def stored_provider(args: argparse.Namespace, store: Store) -> Provider | None:
-    """The provider of ``--provider``, else the one the run was started with by ``ioh``."""
+    """The provider of ``--provider``, else the one the run was started with by ``ioh``,
+    at the base URL it started with (a vendor's comes from the environment otherwise)."""
     if args.provider:
         return provider_from_specs(args.provider)
-    stored = store.load_run(args.run_id).labels.get(PROVIDER_LABEL)
+    run = store.load_run(args.run_id)
+    stored = run.labels.get(PROVIDER_LABEL)
     if stored is None:
         return None
     try:
@@ -140,7 +143,9 @@ def stored_provider(args: argparse.Namespace, store: Store) -> Provider | None:
                 "whose URL held credentials, which are never stored; give --provider SPEC "
                 "again (or the key in the provider's API key variable, not in the URL)"
             )
-    return provider_from_specs(specs)
+    from io_harness.prepare._setup import RunSetup  # what the run started with, when resumed
+
+    return provider_from_specs(specs, RunSetup.stored(run).started_base_urls())
 
 
 def replay_label(cassette: Path) -> dict[str, str]:

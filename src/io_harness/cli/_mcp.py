@@ -56,17 +56,19 @@ def cmd_mcp_list(args: argparse.Namespace, console: Console) -> int:
     path: Path = args.file
     servers = list(mcp_servers(path))
     if not servers:
-        console.print(f"{escape(str(path))} has no [[mcp]] servers")
+        console.print(escape(f"{path} has no [[mcp]] servers"), soft_wrap=True)
         return 0
     policy = policy_for(path, None)
     if policy is None:
-        console.print(f"{escape(str(path))} has no [policy]; the verdicts are Policy.default()'s")
+        said = f"{path} has no [policy]; the verdicts are Policy.default()'s"
+        console.print(escape(said), soft_wrap=True)
         policy = Policy.default()
     return asyncio.run(_list_all(servers, policy, _server_sandbox(path, servers, policy), console))
 
 
 def _transport(server: McpServer) -> str:
-    return f"{server.transport}, sandboxed" if server.sandbox else server.transport
+    """How the server is reached, escaped for markup like every value printed."""
+    return escape(f"{server.transport}, sandboxed" if server.sandbox else server.transport)
 
 
 def _server_sandbox(path: Path, servers: list[McpServer], policy: Policy) -> ServerSandbox | None:

@@ -153,15 +153,15 @@ def _add_permission_commands(commands: Any) -> None:
 
 
 def _add_memory_commands(commands: Any) -> None:
-    """``ioh memory [--workspace DIR]`` and ``ioh memory forget KEY``.
+    """``ioh memory [--workspace DIR | --contract FILE]`` and ``ioh memory forget KEY``.
 
-    Both take ``--store`` and ``--workspace`` (default: the current folder),
-    before or after ``forget``.
+    Both take ``--store`` and ``--workspace`` or ``--contract`` (default: the
+    current folder), before or after ``forget``.
     """
     memory = commands.add_parser(
         "memory", help="list the notes runs remembered in a workspace, or forget one"
     )
-    _with_scope(memory, DEFAULT_STORE, ".")
+    _with_scope(memory, DEFAULT_STORE, None)
     memory.set_defaults(handler="_memory:cmd_memory")
     what = memory.add_subparsers(dest="memory_command", metavar="WHAT")
     forget = what.add_parser("forget", help="forget one note")
@@ -190,12 +190,21 @@ def _add_config_commands(commands: Any) -> None:
         "dir",
         type=_path,
         nargs="?",
-        default=".",
         metavar="DIR",
-        help="the workspace (default: the current folder)",
+        help="the workspace (default: the contract's root with --contract, else the current "
+        "folder)",
     )
     sub.add_argument(
-        "--roles", type=_path, metavar="FILE", help="the roles file (default: DIR/roles.toml)"
+        "--contract",
+        type=_path,
+        metavar="FILE",
+        help="the contract whose root is the workspace, as a run of it has it",
+    )
+    sub.add_argument(
+        "--roles",
+        type=_path,
+        metavar="FILE",
+        help="the roles file (default: roles.toml beside --contract, else DIR/roles.toml)",
     )
     sub.set_defaults(handler="_roles:cmd_roles_check")
 
@@ -361,7 +370,7 @@ def _add_demo_command(commands: Any) -> None:
     )
     _with_provider(sub, required=False)
     _with_sandbox(sub)
-    sub.set_defaults(handler="_commands:cmd_demo")
+    sub.set_defaults(handler="_demo_command:cmd_demo")
 
 
 def _debug_everywhere(parser: argparse.ArgumentParser) -> None:
@@ -434,6 +443,13 @@ def _with_scope(sub: argparse.ArgumentParser, store: Any, workspace: Any) -> Non
         default=workspace,
         metavar="DIR",
         help="the workspace whose memory it is (default: the current folder)",
+    )
+    sub.add_argument(
+        "--contract",
+        type=_path,
+        default=workspace,
+        metavar="FILE",
+        help="the contract whose root is the workspace, as a run of it has it",
     )
 
 

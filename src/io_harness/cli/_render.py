@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from rich.console import RenderableType
 
-from io_harness.cli._brief import outcome_style
-from io_harness.cli._text import escape, markup, shown
+from io_harness.cli._brief import count, outcome_style
+from io_harness.cli._text import Hanging, escape, shown
 from io_harness.loop import RunOutcome, RunResult
 from io_harness.pricing import format_money, run_spend
 
@@ -29,7 +29,9 @@ def spend(cost_micros: int, unpriced_calls: int) -> str:
     if unpriced_calls and not cost_micros:
         return f"unpriced ({unpriced_calls} call{'s' if unpriced_calls != 1 else ''})"
     text = format_money(cost_micros)
-    return f"{text} + {unpriced_calls} unpriced calls" if unpriced_calls else text
+    if not unpriced_calls:
+        return text
+    return f"{text} + {count(unpriced_calls, 'unpriced call', 'unpriced calls')}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +51,9 @@ def render_result(result: RunResult, store_hint: str, money: Money | None = None
     """
     money = money or Money()
     lines = [
-        f"outcome: {outcome_style(result.outcome.value)} after {result.steps} steps, "
-        f"{result.usage.total_tokens:,} tokens"
+        f"outcome: {outcome_style(result.outcome.value)} after "
+        f"{count(result.steps, 'step', 'steps')}, "
+        f"{count(result.usage.total_tokens, 'token', 'tokens')}"
     ]
     stopped = _cost_stop(result, money)
     if stopped:
@@ -76,7 +79,7 @@ def render_result(result: RunResult, store_hint: str, money: Money | None = None
             " (ioh pending shows the diff)"
         )
     lines.append(f"trace: ioh show {escape(shlex.quote(result.run_id))}{escape(store_hint)}")
-    return markup("\n".join(lines))
+    return Hanging("\n".join(lines))
 
 
 def _cost_stop(result: RunResult, money: Money) -> str:

@@ -18,9 +18,10 @@ _RUNS_HEADER = ("run", "status", "steps", "tokens", "spend", "started")
 _RIGHT_ALIGNED = frozenset({2, 3, 4})
 _GOAL_MIN = 16
 """Below this many columns left for the goal, it gets a line of its own."""
-_SHORTENED = (((1, 8), (4, 12)), ((0, 12),))
+_SPEND_FIRST = (((4, 9),), ((1, 8),), ((0, 12),))
 """The cells cut (with an ellipsis) to fit a terminal, by column and the least each keeps:
-status and spend first, the run id only if that is not enough."""
+the spend first (``ioh show`` has it whole); only where even the stacked layout does not
+fit, the status (its outcome is what a reader looks for), then the run id."""
 _COLOURS = {
     "success": "green",
     "running": "yellow",
@@ -41,8 +42,9 @@ class RunsListing:
     """One line a run, the goal last; where the goal would not fit, it goes on a line below.
 
     At a terminal every line fits its width: when the cells alone are too wide,
-    the longest status and spend are cut (with an ellipsis), then the run id.
-    Elsewhere (a file, a pipe) each line is whole.
+    the spend is cut (with an ellipsis); when that is not enough, the run id
+    goes on a line of its own, whole, above the other cells. Elsewhere (a file,
+    a pipe) each line is whole.
     """
 
     def __init__(self, runs: list[RunSummary], currencies: dict[str, str | None]) -> None:
@@ -71,33 +73,61 @@ class RunsListing:
             max(len(title), *(len(cells[i]) for cells, _ in self.rows))
             for i, title in enumerate(_RUNS_HEADER)
         ]
-        fit = console.is_terminal
-        room = options.max_width - sum(widths) - 2 * len(widths)
-        inline = room >= _GOAL_MIN or not fit
-        if not inline:
-            widths = _fitted(widths, options.max_width - 2 * (len(widths) - 1))
+        width = options.max_width
+        room = width - sum(widths) - 2 * len(widths)
+        if room >= _GOAL_MIN or not console.is_terminal:
+            yield from self._inline(widths, room if console.is_terminal else None)
+            return
+        narrowed = _fitted(widths, width - 2 * (len(widths) - 1), _SPEND_FIRST[:1])
+        if sum(narrowed) + 2 * (len(widths) - 1) <= width:
+            yield from self._goal_below(narrowed, width)
+        else:
+            yield from self._stacked(widths[1:], width)
+
+    def _inline(self, widths: list[int], room: int | None) -> RenderResult:
+        """One line a run, the goal last (cut to ``room`` at a terminal)."""
         header = self._line(_RUNS_HEADER, widths, style="bold")
-        if inline:
-            header.append("goal", style="bold")
+        header.append("goal", style="bold")
+        yield header
+        for cells, goal in self.rows:
+            line = self._line(cells, widths)
+            line.append(goal if room is None else _cut(goal, room))
+            line.rstrip()
+            yield line
+
+    def _goal_below(self, widths: list[int], width: int) -> RenderResult:
+        """The cells on a line (the spend cut to fit), the goal on a line below."""
+        header = self._line(_RUNS_HEADER, widths, style="bold")
         header.rstrip()
         yield header
         for cells, goal in self.rows:
-            line = self._line(
-                [_cut(cell, width) for cell, width in zip(cells, widths, strict=True)], widths
-            )
-            if inline:
-                line.append(_cut(goal, room) if fit else goal)
-                line.rstrip()
-                yield line
-            else:
-                line.rstrip()
-                yield line
-                yield Text("  " + _cut(goal, options.max_width - 2), style="dim")
+            line = self._line([_cut(c, w) for c, w in zip(cells, widths, strict=True)], widths)
+            line.rstrip()
+            yield line
+            yield Text("  " + _cut(goal, width - 2), style="dim")
+
+    def _stacked(self, widths: list[int], width: int) -> RenderResult:
+        """Where the run id leaves too little room for the other cells (a generated id is 40
+        characters): the id whole on a line of its own, the cells below it, then the goal.
+        Only a terminal too narrow for even that cuts the spend, the status, then the id."""
+        widths = _fitted(widths, width - 2 - 2 * (len(widths) - 1), _SPEND_FIRST[:2], first=1)
+        yield Text(_RUNS_HEADER[0], style="bold")
+        header = Text("  ") + self._line(_RUNS_HEADER[1:], widths, style="bold", first=1)
+        header.rstrip()
+        yield header
+        for cells, goal in self.rows:
+            yield Text(_cut(cells[0], width))
+            fitted = [_cut(c, w) for c, w in zip(cells[1:], widths, strict=True)]
+            line = Text("  ") + self._line(fitted, widths, first=1)
+            line.rstrip()
+            yield line
+            yield Text("  " + _cut(goal, width - 2), style="dim")
 
     @staticmethod
-    def _line(cells: Sequence[str], widths: list[int], style: str = "") -> Text:
+    def _line(cells: Sequence[str], widths: list[int], style: str = "", first: int = 0) -> Text:
+        """Cells padded to ``widths``; ``first`` is the column of the first cell."""
         line = Text(style=style)
-        for index, (cell, width) in enumerate(zip(cells, widths, strict=True)):
+        for index, (cell, width) in enumerate(zip(cells, widths, strict=True), start=first):
             padded = cell.rjust(width) if index in _RIGHT_ALIGNED else cell.ljust(width)
             line.append(padded, style="" if style else _cell_style(index, cell))
             line.append("  ")
@@ -108,12 +138,15 @@ def _when(epoch: float | None) -> str:
     return "-" if epoch is None else time.strftime("%m-%d %H:%M", time.localtime(epoch))
 
 
-def _fitted(widths: list[int], room: int) -> list[int]:
-    """``widths`` narrowed to sum to ``room`` at most: the widest cut column first, each to
-    its least (so a cell may stay too wide only when every cut column is at its least)."""
+def _fitted(
+    widths: list[int], room: int, groups: Sequence[Sequence[tuple[int, int]]], first: int = 0
+) -> list[int]:
+    """``widths`` (of the columns from ``first``) narrowed to sum to ``room`` at most: by
+    ``groups`` in turn, the widest column of a group first, each to its least (so a cell may
+    stay too wide only when every cut column is at its least)."""
     widths = list(widths)
-    for group in _SHORTENED:
-        least = dict(group)
+    for group in groups:
+        least = {column - first: keep for column, keep in group if column >= first}
         while sum(widths) > room:
             cuttable = [i for i in least if widths[i] > least[i]]
             if not cuttable:

@@ -6,6 +6,7 @@ report renders too; this module only says how a step reads on a terminal.
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Sequence
 from typing import Literal
@@ -13,13 +14,14 @@ from typing import Literal
 from rich.console import Group, RenderableType
 
 from io_harness.cli._brief import call_arguments, count, one_line, outcome_style
+from io_harness.cli._check_tail import tail_lines
 from io_harness.cli._model_view import model_view
 from io_harness.cli._sandbox import cap_lines, sandbox_counts, sandbox_line
-from io_harness.cli._text import escape, markup, shown
+from io_harness.cli._text import Hanging, escape, markup, shown
 from io_harness.compaction._settings import positions_text
 from io_harness.messages import Message
 from io_harness.pricing import format_money, run_spend
-from io_harness.store import PermissionTrace, ProviderCallTrace, Trace
+from io_harness.store import PermissionTrace, ProviderCallTrace, Trace, VerificationTrace
 from io_harness.store._by_step import CompactionPass, TraceStep, trace_by_step
 
 __all__ = ["ShowView", "render_trace"]
@@ -60,7 +62,10 @@ def render_trace(
                 "[bold]--view model[/] shows what the model was sent"
             )
         )
-    parts.extend(markup("\n".join(_step_lines(s, currency or ""))) for s in steps if _shown(s))
+    whole = f"ioh show {shlex.quote(trace.run.id)} --json"
+    parts.extend(
+        Hanging("\n".join(_step_lines(s, currency or "", whole))) for s in steps if _shown(s)
+    )
     if trace.sandbox_events:
         parts.append(markup(sandbox_counts(trace.sandbox_events)))
     parts.append(markup(f"outcome: {outcome_style(trace.run.outcome, trace.run.status)}"))
@@ -71,9 +76,10 @@ def _header(trace: Trace, currency: str | None) -> RenderableType:
     """The run in five lines: id, state and totals; goal; provider; spend; sandbox."""
     run = trace.run
     elapsed = (run.finished_at or time.time()) - run.started_at
-    return markup(
-        f"[bold]{escape(run.id)}[/]  {outcome_style(run.outcome, run.status)}  {run.steps} steps  "
-        f"{run.tokens:,} tokens  {elapsed:.1f} s\n"
+    return Hanging(
+        f"[bold]{escape(run.id)}[/]  {outcome_style(run.outcome, run.status)}  "
+        f"{count(run.steps, 'step', 'steps')}  {count(run.tokens, 'token', 'tokens')}  "
+        f"{elapsed:.1f} s\n"
         f"goal: {escape(run.goal, one_line=True)}\n"
         f"provider: {escape(f'{run.provider} ({run.model})', one_line=True)}\n"
         f"spend: {escape(run_spend(run.cost_micros, run.unpriced_calls, currency))}\n"
@@ -98,31 +104,35 @@ def _shown(step: TraceStep) -> bool:
     )
 
 
-def _step_lines(step: TraceStep, currency: str) -> list[str]:
+def _step_lines(step: TraceStep, currency: str, whole: str) -> list[str]:
     """A step: its heading, what compaction left out and did before it, the model's words,
-    then its rows."""
+    then its rows; ``whole`` is the command that shows a check's whole output."""
     lines = [_step_heading(step), *_left_out(step)]
     lines.extend(line for one in step.passes for line in _pass_lines(one))
     answer = step.answer
     if answer is not None and answer.text:
         lines.append(f"  [dim]model:[/] {one_line(answer.text)}")
-    lines.extend(_row_lines(step, currency))
+    lines.extend(_row_lines(step, currency, whole))
     return lines
 
 
 def _step_heading(step: TraceStep) -> str:
     row = step.row
+    if row is None and any(approval.status == "pending" for approval in step.approvals):
+        # The step an act of which awaits a decision: ioh pending names it by this number.
+        return f"[bold]step {step.number}[/]  [yellow]awaits a decision[/] (not committed yet)"
     if row is None:
         return f"[bold]after step {step.number - 1}[/]"
     return (
-        f"[bold]step {step.number}[/]  {row.usage.total_tokens:,} tokens  "
+        f"[bold]step {step.number}[/]  {count(row.usage.total_tokens, 'token', 'tokens')}  "
         f"{row.finished_at - row.started_at:.2f} s"
     )
 
 
-def _row_lines(step: TraceStep, currency: str) -> list[str]:
+def _row_lines(step: TraceStep, currency: str, whole: str) -> list[str]:
     """A step's rows: its model calls (a compaction pass's said so, each cost in
-    ``currency``), the gate's decisions, its tool calls, memory changes, checks and cap hits."""
+    ``currency``), the gate's decisions, its tool calls, memory changes, checks (a failed
+    one with the end of its output) and cap hits."""
     lines = [_attempt_line(attempt, step, currency) for attempt in step.attempts]
     lines.extend(_permission_lines(step.every_permission))
     for call in step.calls:
@@ -139,11 +149,23 @@ def _row_lines(step: TraceStep, currency: str) -> list[str]:
         key = escape(change.key, one_line=True)
         lines.append(f"  [dim]memory {escape(change.op)}[/] {key}{value}")
     for check in step.verifications:
-        verdict = "[green]PASS[/]" if check.passed else "[red]FAIL[/]"
-        trigger = check.trigger.replace("_", " ")
-        lines.append(f"  check ({escape(trigger)}): {verdict} {escape(check.summary)}")
+        lines.extend(_check_lines(check, whole))
     lines.extend(cap_lines(step.every_sandbox_event))
     return lines
+
+
+def _check_lines(check: VerificationTrace, whole: str) -> list[str]:
+    """A check and its verdict; under a failed one, the end of what the check saw."""
+    verdict = "[green]PASS[/]" if check.passed else "[red]FAIL[/]"
+    trigger = check.trigger.replace("_", " ")
+    lines = [f"  check ({escape(trigger)}): {verdict} {escape(check.summary)}"]
+    if check.passed:
+        return lines
+    try:
+        output = check.parsed_result.output
+    except ValueError:  # a damaged row: its summary is all there is to show
+        return lines
+    return lines + tail_lines(output, whole)
 
 
 def _attempt_line(attempt: ProviderCallTrace, step: TraceStep, currency: str) -> str:

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from io_harness._terminal import shown
 
-__all__ = ["Natural", "PipeConsole", "escape", "markup", "say", "shown"]
+__all__ = ["Hanging", "Natural", "PipeConsole", "escape", "markup", "say", "shown"]
 
 _UNBOUNDED = 1 << 16
 """Columns a renderable may take where nothing wraps it (a file, a pipe)."""
@@ -57,6 +57,36 @@ class Natural:
         wide = options.update_width(_UNBOUNDED)
         width = Measurement.get(console, wide, self.inner).maximum
         yield from console.render(self.inner, wide.update_width(width))
+
+
+class Hanging:
+    """Lines of ``ioh``'s markup that, at a terminal, wrap under their own text: a long
+    line's continuations are indented past the line's indent, so a step's call or check
+    reads as one item, not as text from column 0. Elsewhere each line is whole."""
+
+    HANG = 4
+    """Columns a continuation is indented past its line's own indent."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.split("\n")
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if not console.is_terminal or options.no_wrap:
+            yield markup("\n".join(self.lines))
+            return
+        width = options.max_width
+        for line in self.lines:
+            text = markup(line)
+            if text.cell_len <= width:
+                yield text
+                continue
+            indent = len(text.plain) - len(text.plain.lstrip(" "))
+            hang = min(indent + self.HANG, width // 2)
+            # Wrapped narrower by the hang, so every piece fits once indented.
+            first, *rest = text.wrap(console, width - hang)
+            yield first
+            for piece in rest:
+                yield Text(" " * hang) + piece
 
 
 class PipeConsole(Console):

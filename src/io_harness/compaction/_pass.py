@@ -42,6 +42,7 @@ __all__ = [
     "View",
     "apply_pass",
     "compactor_request",
+    "deletable",
     "estimate_tokens",
     "partners",
     "protected",
@@ -128,6 +129,12 @@ def protected(messages: Sequence[Message], view: View, keep_recent: int) -> set[
     guarded = {1} | set(kept[-keep_recent:] if keep_recent else [])
     paired = partners(messages)
     return guarded | {paired[seq] for seq in guarded if seq in paired}
+
+
+def deletable(messages: Sequence[Message], view: View, guarded: set[int]) -> list[int]:
+    """The positions a pass guarded by ``guarded`` may leave out of the view (none: the pass
+    could free nothing)."""
+    return [seq for seq in view.kept(messages) if seq not in guarded]
 
 
 class _Summary(CheckedModel):

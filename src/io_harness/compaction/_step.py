@@ -10,7 +10,13 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from io_harness.compaction._pass import apply_pass, compactor_request, estimate_tokens, protected
+from io_harness.compaction._pass import (
+    apply_pass,
+    compactor_request,
+    deletable,
+    estimate_tokens,
+    protected,
+)
 from io_harness.messages import CompletionRequest
 from io_harness.store._records import CompactionRow
 
@@ -30,7 +36,11 @@ def past_share(engine: Engine, request: CompletionRequest) -> bool:
 
 
 async def compact(engine: Engine, ctx: StepContext) -> None:
-    """One compaction pass: its call charged to the step, its checked edits in the view."""
+    """One compaction pass: its call charged to the step, its checked edits in the view.
+
+    A pass that could leave nothing out (every message of the view is
+    protected) is not made: it would cost a model call and free nothing.
+    """
     from io_harness.loop._answer import charged_call
     from io_harness.loop._calls import Unanswered
     from io_harness.loop._engine import MAX_OUTPUT_TOKENS
@@ -39,6 +49,8 @@ async def compact(engine: Engine, ctx: StepContext) -> None:
     assert compaction is not None
     state, record = engine.state, ctx.record
     guarded = protected(state.messages, state.view, compaction.keep_recent)
+    if not deletable(state.messages, state.view, guarded):
+        return
     request = compactor_request(
         engine.kit.provider.model,
         engine.contract.goal,

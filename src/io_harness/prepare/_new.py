@@ -104,7 +104,7 @@ async def _checked(
     servers = harness.mcp
     sandbox = await contained(servers, contract, gate, chosen)
     caller = harness._tools_now()
-    setup = RunSetup.of(caller, folders, skills, harness.memory, servers)
+    setup = RunSetup.of(caller, folders, skills, harness.memory, servers, provider)
     start = Start(
         contract,
         role,

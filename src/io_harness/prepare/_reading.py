@@ -1,8 +1,10 @@
-"""What a resume reads back: the contract, the policy and its gate, the decision awaited."""
+"""What a resume reads back: the contract, the policy and its gate, the decision awaited;
+whether its conversation is whole."""
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 
 from pydantic import ValidationError
 
@@ -10,6 +12,7 @@ from io_harness._validation import loading
 from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError, ResumeError
 from io_harness.loop._deferral import stored_model
+from io_harness.messages import Message, ToolResult
 from io_harness.policy._approval import ApprovalRequest, Approver, Decision
 from io_harness.policy._gate import Access, Gate, remembered_from_json
 from io_harness.policy._policy import Policy
@@ -17,7 +20,47 @@ from io_harness.policy._rules import Effect
 from io_harness.pricing import PriceTable
 from io_harness.store._records import StoredRun
 
-__all__ = ["decision_for", "stored_contract", "stored_gate", "stored_prices"]
+__all__ = ["check_conversation", "decision_for", "stored_contract", "stored_gate", "stored_prices"]
+
+
+def check_conversation(stored: StoredRun) -> None:
+    """Refuse to go on with a conversation its committed steps disagree with.
+
+    A run's messages are its task, then for each committed step the model's
+    answer and, when it asked for calls, their results. A store that lost some
+    (damaged, or partly restored) would have the model called without its goal
+    or its past; a :class:`ResumeError` names what is missing instead.
+    """
+    missing = conversation_gap(stored.messages, stored.steps)
+    if missing is not None:
+        raise ResumeError(
+            f"run {stored.id!r} cannot be resumed: its {stored.steps} committed steps and "
+            f"its stored conversation disagree ({missing}); the store's messages rows are "
+            "damaged or were partly restored"
+        )
+
+
+def conversation_gap(messages: Sequence[Message], steps: int) -> str | None:
+    """What ``messages`` lack to be the conversation of ``steps`` committed steps."""
+    if not messages:
+        return "it holds no messages: the task and every answer are missing"
+    if messages[0].role != "user":
+        return "the task message it begins with is missing"
+    answers = [at for at, message in enumerate(messages) if message.role == "assistant"]
+    if len(answers) != steps:
+        return f"it holds the model's answers of {len(answers)} steps, not {steps}"
+    for step, at in enumerate(answers, start=1):
+        asked = [c.id for c in messages[at].tool_calls]
+        after = messages[at + 1] if at + 1 < len(messages) else None
+        given = (
+            {b.tool_use_id for b in after.content if isinstance(b, ToolResult)}
+            if after is not None and after.role == "tool"
+            else set()
+        )
+        if asked and not set(asked) <= given:
+            lost = ", ".join(c for c in asked if c not in given)
+            return f"the results of step {step}'s calls {lost} are missing"
+    return None
 
 
 def stored_contract(stored: StoredRun) -> TaskContract:

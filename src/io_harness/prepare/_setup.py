@@ -26,6 +26,14 @@ from io_harness.loop._sandboxing import RunSandbox
 from io_harness.policy._gate import Access, Gate
 from io_harness.policy._hosts import join_net_target
 from io_harness.policy._rules import Act, Effect
+from io_harness.providers import Provider
+from io_harness.providers._endpoints import (
+    ProviderPlace,
+    base_url_variable,
+    moved_member,
+    provider_places,
+    started_base_urls,
+)
 from io_harness.sandbox import NetCheck
 from io_harness.store import Store
 from io_harness.store._records import StoredRun
@@ -68,6 +76,9 @@ class RunSetup(BaseModel):
     memory: bool = False
     mcp: tuple[str, ...] = ()
     """The names of the run's MCP servers (their configuration may hold secrets)."""
+    provider: tuple[ProviderPlace, ...] = ()
+    """Where each member of the run's provider connected when it started (none: stored
+    before endpoints were kept)."""
 
     @classmethod
     def of(
@@ -77,8 +88,10 @@ class RunSetup(BaseModel):
         skills: tuple[Skill, ...],
         memory: bool,
         mcp: Sequence[McpServer],
+        provider: Provider,
     ) -> RunSetup:
-        """The setup of a new run offering every tool of ``toolbox``, ``skills`` and ``mcp``."""
+        """The setup of a new run offering every tool of ``toolbox``, ``skills`` and ``mcp``,
+        calling ``provider``."""
         hashes = {spec.name: spec_hash(spec) for spec in toolbox.specs()}
         catalogue = {skill.name: skill.description for skill in skills}
         return cls(
@@ -87,6 +100,7 @@ class RunSetup(BaseModel):
             catalogue=catalogue,
             memory=memory,
             mcp=tuple(server.name for server in mcp),
+            provider=provider_places(provider),
         )
 
     @classmethod
@@ -123,6 +137,24 @@ class RunSetup(BaseModel):
                 )
             kept = kept.with_(tool)
         return kept
+
+    def started_base_urls(self) -> dict[str, str]:
+        """The base URL the run started each provider name with, where one is known."""
+        return started_base_urls(self.provider)
+
+    def check_provider(self, provider: Provider, run_id: str) -> None:
+        """Refuse a resume whose ``provider`` would connect where the run's did not.
+
+        A member named as one the run started with must reach one of the
+        endpoints that one reached (its base URL may come from the environment,
+        which another shell sets differently); a :class:`ResumeError` says where
+        the run started and how to reach it again.
+        """
+        moved = moved_member(self.provider, provider)
+        if moved is not None:
+            member, before = moved
+            url = self.started_base_urls().get(member.name)
+            raise _moved(run_id, member, before, url)
 
     def mcp_from(self, servers: Sequence[McpServer], run_id: str) -> tuple[McpServer, ...]:
         """The run's MCP servers, taken from the resuming harness's ``servers``.
@@ -213,6 +245,28 @@ def run_skills(folders: Sequence[Path], contract: TaskContract, gate: Gate) -> t
 
     within = Workspace(root) if contract.mode == "workspace" else None
     return discover_skills(folders, within=within, readable=readable)
+
+
+def _moved(run_id: str, member: Provider, before: tuple[str, ...], url: str | None) -> ResumeError:
+    """The refusal of a resume whose ``member`` would connect elsewhere than ``before``."""
+    said = (
+        f"run {run_id!r} was started with the provider {member.name!r} connecting to "
+        f"{', '.join(before)}, and this resume's would connect to "
+        f"{', '.join(member.endpoints())}; a resume must reach the endpoint the run "
+        "started with, so nothing was sent"
+    )
+    variable = base_url_variable(member)
+    ways = [f"base_url={url!r}"] if url else []
+    if variable is not None:
+        ways.append(f"set {variable}")
+    shown = f" ({url})" if url else ""
+    shell = (
+        f"{said}: set {variable} to the base URL the run started with{shown}"
+        if variable is not None
+        else f"{said}: give --provider the URL the run started with{shown}"
+    )
+    reach = " or ".join(ways) or "its base URL"
+    return ResumeError(f"{said}: resume with the provider at that endpoint ({reach})", shell=shell)
 
 
 def build_tools(

@@ -4,7 +4,7 @@ sessions) around the kit every agent of its tree is driven with."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -69,13 +69,19 @@ def role_of(harness: Harness, contract: TaskContract) -> Role | None:
     return harness.roles.get(contract.role)
 
 
-def provider_of(harness: Harness, role: Role | None) -> Provider:
-    """The role's provider when it names one; the harness's otherwise."""
+def provider_of(
+    harness: Harness, role: Role | None, base_urls: Mapping[str, str] | None = None
+) -> Provider:
+    """The role's provider when it names one; the harness's otherwise.
+
+    ``base_urls`` are a resumed run's (by provider name): a role's spec is rebuilt at
+    the base URL the run started with rather than at this environment's.
+    """
     if role is None or role.provider is None:
         return harness.provider
-    from io_harness.providers._spec import provider_from_spec
+    from io_harness.providers._spec import provider_from_specs
 
-    return provider_from_spec(role.provider)
+    return provider_from_specs([role.provider], base_urls)
 
 
 def checked_access(contract: TaskContract, gate: Gate, provider: Provider) -> RunNet:

@@ -22,7 +22,13 @@ from io_harness.loop._sandboxing import choose_sandbox
 from io_harness.policy._approval import ApprovalRequest, Decision
 from io_harness.prepare._kit import RunKit
 from io_harness.prepare._prepared import PreparedRun
-from io_harness.prepare._reading import decision_for, stored_contract, stored_gate, stored_prices
+from io_harness.prepare._reading import (
+    check_conversation,
+    decision_for,
+    stored_contract,
+    stored_gate,
+    stored_prices,
+)
 from io_harness.prepare._setup import RunSetup
 from io_harness.prepare._start import (
     Start,
@@ -88,16 +94,18 @@ async def _checked(
 ) -> tuple[Start, Resumption]:
     """The stored run's start, every check made against the harness now; how it goes on."""
     run_id = stored.id
+    check_conversation(stored)
     contract = stored_contract(stored)
     contract.check()
     prices = harness.prices if harness.prices is not None else stored_prices(stored)
     role = role_of(harness, contract)
-    provider = provider_of(harness, role)
+    setup = RunSetup.stored(stored)
+    provider = provider_of(harness, role, setup.started_base_urls())
+    setup.check_provider(provider, run_id)  # before the policy is asked about its endpoints
     check_prices(contract, provider, prices)
     gate, replaced = stored_gate(stored, contract, harness.approver, harness.policy, replace_policy)
     resumption = Resumption(stored.pending, decision_for(stored, gate, decision), replaced)
     net = checked_access(contract, gate, provider)
-    setup = RunSetup.stored(stored)
     caller = setup.caller_tools_from(harness._tools_now(), run_id)
     skills = setup.skills_again(run_id, contract, gate)
     servers = setup.mcp_from(harness.mcp, run_id)
@@ -126,6 +134,7 @@ def prepared_child(kit: RunKit, tree: Tree, stored: StoredRun) -> PreparedRun | 
     nobody here can give (no approver, none stored)."""
     if stored.status == "finished":
         return RunResult.from_stored(stored)
+    check_conversation(stored)
     contract = stored_contract(stored)
     gate, _ = stored_gate(stored, contract, kit.approver, None, False)
     try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Awaitable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from io_harness._urls import without_password
 from io_harness.errors import ConfigError, ProviderError
@@ -67,6 +67,8 @@ class Anthropic:
     """
 
     name: str = "anthropic"
+    base_url_env: ClassVar[str] = "ANTHROPIC_BASE_URL"
+    """Where the base URL is read from when ``base_url`` is not given."""
 
     def __init__(
         self,
@@ -85,7 +87,7 @@ class Anthropic:
             timeout=timeout,
             key_env="ANTHROPIC_API_KEY",
             model_env="ANTHROPIC_MODEL",
-            url_env="ANTHROPIC_BASE_URL",
+            url_env=self.base_url_env,
             default_url=DEFAULT_BASE_URL,
         )
         if thinking_budget is not None and (

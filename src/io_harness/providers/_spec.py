@@ -8,7 +8,7 @@ A vendor without a model (``anthropic``) takes it from the environment.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from io_harness._urls import without_password, without_secret_parameters
 from io_harness.errors import ConfigError
@@ -27,7 +27,7 @@ __all__ = [
     "spec_without_credentials",
 ]
 
-_VENDORS: dict[str, Callable[[str | None], Provider]] = {
+_VENDORS: dict[str, Callable[..., Provider]] = {
     "openai": OpenAI,
     "anthropic": Anthropic,
     "openrouter": OpenRouter,
@@ -45,10 +45,15 @@ def provider_from_spec(spec: str) -> Provider:
     Keys come from the environment (``OPENAI_API_KEY`` and so on); a missing
     one is a :class:`ConfigError` naming the variable.
     """
+    return _provider(spec, {})
+
+
+def _provider(spec: str, base_urls: Mapping[str, str]) -> Provider:
+    """The provider of ``spec``; a vendor's base URL from ``base_urls`` (by its name) first."""
     kind, _, rest = spec.strip().partition(":")
     model = rest or None
     if kind in _VENDORS:
-        return _VENDORS[kind](model)
+        return _VENDORS[kind](model, base_url=base_urls.get(kind))
     if kind in PRESETS:
         return OpenAICompatible.preset(kind, model=model)
     if kind == "compatible" and rest:
@@ -89,11 +94,17 @@ def spec_without_credentials(spec: str) -> str:
     return spec[: found.start()] + without_password(url) + hash_ + without_secret_parameters(model)
 
 
-def provider_from_specs(specs: Sequence[str]) -> Provider:
-    """One spec's provider, or a :class:`Fallback` over several, in the order given."""
+def provider_from_specs(
+    specs: Sequence[str], base_urls: Mapping[str, str] | None = None
+) -> Provider:
+    """One spec's provider, or a :class:`Fallback` over several, in the order given.
+
+    ``base_urls`` gives a vendor (by its name: ``anthropic``) the base URL a
+    resumed run started with, over the environment's.
+    """
     if not specs:
         raise ConfigError(f"no provider given; give one of: {', '.join(SPEC_FORMS)}")
-    providers = [provider_from_spec(spec) for spec in specs]
+    providers = [_provider(spec, base_urls or {}) for spec in specs]
     return providers[0] if len(providers) == 1 else Fallback(*providers)
 
 

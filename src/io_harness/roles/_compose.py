@@ -10,7 +10,10 @@ The tools array a role's agent is offered is built by three rules, in order:
    verbatim as the tool's parameters; the description is the ``description``
    of the YAML frontmatter of ``descriptions/skills/<name>.md`` (``""`` when
    that file, its frontmatter or the key is absent). A declared name without
-   a schema file is dropped silently.
+   a schema file that names one of the run's ``builtins`` (the harness's own
+   tools, whose schemas it holds) is elected with that built-in's schema, and
+   its description unless the workspace commits a non-empty one; any other
+   declared name without a schema file is dropped.
 3. **Closure**: each tool name the history's assistant turns already called
    that the array lacks, in order of first appearance, with its committed
    schema and description where the schema file exists, and
@@ -69,14 +72,17 @@ class ComposedTool:
 
     ``schema_file`` and ``description_file`` are the files an elected or
     closure tool's schema and description were read from; ``None`` for an
-    injected tool, for a closure tool's stand-in schema, and for a tool whose
-    description file is absent.
+    injected tool, for a closure tool's stand-in schema, for a built-in's own
+    schema, and for a tool whose description file is absent. ``builtin`` is
+    true for an elected tool whose schema is the harness's built-in's (the
+    workspace commits none for it).
     """
 
     spec: ToolSpec
     source: Source
     schema_file: Path | None = None
     description_file: Path | None = None
+    builtin: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,15 +128,19 @@ def compose(
     history: Sequence[Message],
     *,
     readable: Callable[[str], bool] | None = None,
+    builtins: Sequence[ToolSpec] = (),
 ) -> Composition:
     """The toolset of a role declaring ``declared`` in ``workspace``, by the three rules.
 
     ``history`` is read, never changed. ``readable`` says whether the run's
-    policy lets a workspace path be read outright. A declared name that is
-    not 1-64 of ``[a-zA-Z0-9_-]``, a name declared or injected twice, and
-    every file fault the module's docstring lists are :class:`ConfigError`.
+    policy lets a workspace path be read outright. ``builtins`` are the run's
+    built-in tools: a declared one the workspace commits no schema for is
+    elected with its own. A declared name that is not 1-64 of
+    ``[a-zA-Z0-9_-]``, a name declared or injected twice, and every file
+    fault the module's docstring lists are :class:`ConfigError`.
     """
     files = _Committed(Workspace(workspace), readable)
+    own = {spec.name: spec for spec in builtins}
     tools: list[ComposedTool] = []
     taken: set[str] = set()
     for spec in injected:
@@ -149,6 +159,8 @@ def compose(
         if name in taken:  # injection outranks election
             continue
         elected = files.tool(name, "elected")
+        if elected is None and name in own:  # the harness holds its own tools' schemas
+            elected = files.builtin(own[name])
         if elected is not None:
             taken.add(name)
             tools.append(elected)
@@ -194,16 +206,33 @@ class _Committed:
         if schema is None:
             return None
         parameters = _schema(schema, self.workspace.root / schema_rel, name)
-        description_rel = (DESCRIPTIONS_DIR / f"{name}.md").as_posix()
-        text = self._text(description_rel, name, "description")
         schema_file = self.workspace.root / schema_rel
-        if text is None:
+        described = self.description(name)
+        if described is None:
             spec = ToolSpec(name=name, description="", parameters=parameters)
             return ComposedTool(spec, source, schema_file, None)
-        description_file = self.workspace.root / description_rel
-        description = _description(text, description_file, name)
+        description, description_file = described
         spec = ToolSpec(name=name, description=description, parameters=parameters)
         return ComposedTool(spec, source, schema_file, description_file)
+
+    def builtin(self, spec: ToolSpec) -> ComposedTool:
+        """A built-in elected with its own schema; its description the committed one, if any
+        (a committed file without one leaves the built-in's)."""
+        described = self.description(spec.name)
+        if described is None or not described[0]:
+            return ComposedTool(spec, "elected", builtin=True)
+        description, description_file = described
+        spec = spec.model_copy(update={"description": description})
+        return ComposedTool(spec, "elected", None, description_file, builtin=True)
+
+    def description(self, name: str) -> tuple[str, Path] | None:
+        """The committed description of tool ``name`` and its file; ``None`` when absent."""
+        description_rel = (DESCRIPTIONS_DIR / f"{name}.md").as_posix()
+        text = self._text(description_rel, name, "description")
+        if text is None:
+            return None
+        description_file = self.workspace.root / description_rel
+        return _description(text, description_file, name), description_file
 
     def _text(self, rel: str, name: str, what: str) -> str | None:
         """The UTF-8 text of the committed file ``rel``; ``None`` when nothing is there.

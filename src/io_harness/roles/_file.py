@@ -64,7 +64,8 @@ class Role(CheckedModel):
     ``system_prompt_file`` where that text came from (``None`` when built in
     Python). ``tools`` are the declared tool names in order, each 1-64 of
     ``[a-zA-Z0-9_-]``, none twice: declaring a name offers the tool only when
-    the workspace commits its schema (see :func:`~io_harness.roles.compose`).
+    the workspace commits its schema or the run has it built in (see
+    :func:`~io_harness.roles.compose`).
     A bad field is a :class:`ConfigError` naming it.
     """
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
@@ -110,8 +111,10 @@ class Store(abc.ABC):
         """Hold the right to drive ``run_id`` for a block.
 
         Only one writer drives a run at a time; another that asks while the
-        lease is held gets a :class:`ResumeError` before it does anything. A
-        writer that dies releases its lease (PostgreSQL: when it expires).
+        lease is held gets a :class:`ResumeError` before it does anything (on
+        PostgreSQL naming the holder and when its lease expires). A writer that
+        dies releases its lease (PostgreSQL: when the server ends its session, or
+        else when the lease expires).
         Every write of the run's state checks, in its own transaction, that
         the lease it is made under is still held: a writer that lost it (its
         lease expired while it was paused or cut off, and another took the
@@ -120,9 +123,9 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def driven(self, run_id: str) -> bool:
-        """Whether a writer holds the run's lease now (any process, any machine): a
-        ``running`` run nobody drives was interrupted (its writer died), and ``resume``
-        continues it."""
+        """Whether a writer holds the run's lease now (any process, any machine; on
+        PostgreSQL an unexpired lease whose holder's session is open): a ``running`` run
+        nobody drives was interrupted (its writer died), and ``resume`` continues it."""
 
     @abc.abstractmethod
     def create_run(self, run: NewRun) -> None:
@@ -243,13 +246,20 @@ class Store(abc.ABC):
         """Tokens and priced cost (micro-units) the tree's committed draws add up to."""
 
     @abc.abstractmethod
-    def memory_entries(self, workspace: str) -> list[MemoryEntry]:
-        """The memory of ``workspace`` (its canonical root), oldest write first."""
+    def memory_entries(self, workspace: str | os.PathLike[str]) -> list[MemoryEntry]:
+        """The memory of ``workspace``, oldest write first.
+
+        ``workspace`` is an absolute path (a ``str`` or a ``pathlib.Path``), named
+        as memory names it in every method (:meth:`remember`, :meth:`forget`, a
+        run's tools, ``ioh memory``): its canonical root, with symlinks resolved,
+        ``.`` and ``..`` gone and no trailing slash. A relative path, or a name
+        that is not a path, is a ConfigError.
+        """
 
     @abc.abstractmethod
     def remember(
         self,
-        workspace: str,
+        workspace: str | os.PathLike[str],
         key: str,
         value: str,
         *,
@@ -262,19 +272,33 @@ class Store(abc.ABC):
         Past ``limits.entries`` entries or ``limits.total_chars`` characters,
         the oldest entries are evicted, oldest first, until both caps hold.
         The set and each eviction are ``memory_log`` rows (``by`` says who),
-        written in the same transaction. A bad key, a relative workspace or a
-        value over ``limits.value_chars`` is a ConfigError and nothing changes.
+        written in the same transaction. ``workspace`` is named as
+        :meth:`memory_entries` says. A bad key or workspace, or a value over
+        ``limits.value_chars``, is a ConfigError and nothing changes.
         """
 
     @abc.abstractmethod
     def forget(
-        self, workspace: str, key: str, *, by: MemoryAuthor | None = None, at: float | None = None
+        self,
+        workspace: str | os.PathLike[str],
+        key: str,
+        *,
+        by: MemoryAuthor | None = None,
+        at: float | None = None,
     ) -> bool:
-        """Remove ``key`` from ``workspace``'s memory; whether it was there (and logged)."""
+        """Remove ``key`` from ``workspace``'s memory (named as :meth:`memory_entries`
+        says); whether it was there (and logged)."""
 
     @abc.abstractmethod
     def memory_log(self, run_id: str) -> tuple[MemoryTrace, ...]:
         """Every change to memory ``run_id`` made (sets, forgets, evictions), in order."""
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this store can only be read: a SQLite file on a read-only filesystem, or
+        one this user may not write. It reads as any store; a write (a lease, a step, a
+        decision, a note) is a :class:`StorageError` that says the store is read-only."""
+        return False
 
     def files(self) -> tuple[Path, ...]:
         """The files and folders on this machine that hold the store: a SQLite file's

@@ -19,6 +19,11 @@ opened relative to the folder's descriptor with ``O_NOFOLLOW``: a symlink
 there is a :class:`StorageError` naming it, never followed. SQLite opens its
 own files by path, with ``O_NOFOLLOW`` (and is never let create the database);
 the store checks that the file SQLite opened is the one it checked.
+
+A store that cannot be written here (its filesystem is mounted read-only,
+or the harness's user may not write the database or its folder) is opened
+read-only: :func:`read_only_reason` says why, and :func:`sqlite_uri` how
+SQLite can read it without making a file beside it.
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ __all__ = [
     "open_existing_file",
     "open_private_file",
     "open_private_folder",
+    "read_only_reason",
+    "sqlite_uri",
     "store_folder",
 ]
 
@@ -232,6 +239,51 @@ def check_companions(folder: Folder, database: str) -> None:
         except OSError as exc:
             here = folder.location / (database + suffix)
             raise StorageError(f"cannot open {here}: {_reason(exc)}") from None
+
+
+def read_only_reason(folder: Folder, database: str, fd: int) -> str | None:
+    """Why the database ``database`` (open as ``fd``) in ``folder`` can only be read here,
+    or ``None`` when it can be written: SQLite writes the file and makes its ``-wal`` and
+    ``-shm`` beside it."""
+    if hasattr(os, "fstatvfs") and os.fstatvfs(fd).f_flag & getattr(os, "ST_RDONLY", 0):
+        return "its filesystem is mounted read-only"
+    try:
+        os.close(open_existing_file(folder, database, os.O_RDWR))
+    except PermissionError:
+        return "this user may not write to it"
+    except OSError as exc:
+        if exc.errno == errno.EROFS:
+            return "its filesystem is mounted read-only"
+        raise StorageError(f"cannot open {folder.location / database}: {_reason(exc)}") from None
+    effective = os.access in os.supports_effective_ids
+    if not os.access(folder.location, os.W_OK, effective_ids=effective):
+        return "this user may not write to its folder"
+    return None
+
+
+def sqlite_uri(folder: Folder, path: Path, read_only: str | None) -> str:
+    """The URI SQLite opens the database ``path`` (in ``folder``) by: read and written (never
+    created), or read only.
+
+    A read-only database in WAL mode is read through its ``-wal`` and ``-shm``
+    when both are there (a writer elsewhere may be adding to them); with no
+    ``-wal`` to read, as it is (``immutable``), since SQLite cannot make the
+    ``-shm`` it would otherwise need. A ``-wal`` without its ``-shm`` holds
+    commits nothing here can read: a :class:`StorageError`.
+    """
+    uri, database = path.as_uri(), path.name
+    if read_only is None:
+        return f"{uri}?mode=rw"
+    wal, shm = (folder.lstat(database + suffix) for suffix in ("-wal", "-shm"))
+    if wal is not None and shm is not None:
+        return f"{uri}?mode=ro"
+    if wal is None or wal.st_size == 0:
+        return f"{uri}?mode=ro&immutable=1"
+    raise StorageError(
+        f"cannot read the store {path}: it is read-only ({read_only}) "
+        f"and its {database}-wal holds commits without the {database}-shm SQLite needs to "
+        "read them; open it once where it can be written"
+    )
 
 
 def _tighten(fd: int, here: Path) -> None:

@@ -1,18 +1,24 @@
 """Durable memory's records: an entry, the caps, who wrote, and a row of its log.
 
 Memory is kept per workspace (its canonical root, a resolved absolute path)
-and outlives runs: a later run on the same workspace starts with it.
+and outlives runs: a later run on the same workspace starts with it. Every
+way in (a run, ``ioh memory``, the ``Store`` methods) names the workspace
+through :func:`memory_workspace`, so one folder has one memory however it is
+written.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from io_harness._validation import CheckedModel
+from io_harness.errors import ConfigError
 from io_harness.store._rows import Moment
 
 __all__ = [
@@ -23,6 +29,7 @@ __all__ = [
     "MemoryLimits",
     "MemoryOp",
     "memory_key_problem",
+    "memory_workspace",
 ]
 
 KEY_MAX_CHARS = 100
@@ -106,3 +113,29 @@ def memory_key_problem(key: object) -> str | None:
     if control is not None:
         return f"a key must not contain control characters; this one has {control.group()!r}"
     return None
+
+
+def memory_workspace(workspace: object) -> str:
+    """The one name memory keeps ``workspace``'s notes under: its canonical root, the
+    absolute path with symlinks resolved, ``.`` and ``..`` gone and no trailing slash, as a
+    run's root is resolved.
+
+    ``workspace`` is an absolute path, a ``str`` or a path (``pathlib.Path``, any
+    ``os.PathLike`` of text). A relative one is a :class:`ConfigError` (the store
+    cannot know which folder it is relative to), as are an empty name, one holding
+    NUL, and anything that is not a path.
+    """
+    name = os.fspath(workspace) if isinstance(workspace, os.PathLike) else workspace
+    if not isinstance(name, str):
+        raise ConfigError(
+            f"memory's workspace must be a path (str or pathlib.Path), not "
+            f"{type(workspace).__name__}"
+        )
+    if not name or "\x00" in name or not os.path.isabs(name):
+        raise ConfigError(
+            f"memory's workspace must be the absolute path of a workspace's root, not {name!r}"
+        )
+    try:
+        return str(Path(name).resolve())
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python 3.12-)
+        raise ConfigError(f"memory's workspace {name!r} cannot be resolved: {exc}") from None

@@ -10,6 +10,11 @@ under is the run's current one (same holder, same generation, not expired),
 and the check locks the lease row until that transaction ends, so a takeover
 waits for it or makes it fail. A writer that lost its lease therefore never
 commits again, whatever it was doing when it lost it.
+
+A holder that died is told from a live one by its session (``_pg_session``):
+a live lease row whose holder's session is gone is taken at once, and one
+whose holder's session is open is refused with the holder's name and the
+lease's expiry.
 """
 
 from __future__ import annotations
@@ -19,10 +24,12 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from io_harness.errors import ResumeError, StorageError
+from io_harness.store._pg_session import LeaseSession, holder_alive, lease_key
 from io_harness.store._sql import SqlConnection
 
 if TYPE_CHECKING:
@@ -44,20 +51,46 @@ CREATE TABLE leases (
 """
 
 
-def _held_elsewhere(run_id: str) -> ResumeError:
+_RUNNING = " wait for it to stop, or stop it, before resuming"
+
+
+def _held_here(run_id: str, holder: str) -> ResumeError:
     return ResumeError(
-        f"run {run_id!r} is being driven by another writer; wait for it to stop, "
-        "or stop it, before resuming"
+        f"run {run_id!r} is being driven by another writer: this process, through this "
+        f"store ({holder});{_RUNNING}"
     )
 
 
+def _held_alive(run_id: str, holder: str, expires: datetime, left: float) -> ResumeError:
+    until = expires.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return ResumeError(
+        f"run {run_id!r} is being driven by another writer, {holder} (host:pid:token), "
+        f"whose database session is open; its lease runs to {until} (in {max(left, 0):.0f} s) "
+        f"and is renewed while it lives:{_RUNNING}"
+    )
+
+
+def _held_meanwhile(run_id: str) -> ResumeError:
+    return ResumeError(f"run {run_id!r} was taken by another writer a moment ago:{_RUNNING}")
+
+
 class PostgresLeases:
-    """The leases one store object holds, and the heartbeat that renews them."""
+    """The leases one store object holds, and the heartbeat that renews them.
+
+    ``connect`` opens the holder's own session (``_pg_session``), apart from
+    ``pool``: one more connection while this object holds a lease.
+    """
 
     def __init__(
-        self, pool: ConnectionPool[Connection[Any]], *, seconds: float, heartbeat: float
+        self,
+        pool: ConnectionPool[Connection[Any]],
+        connect: Callable[[], Connection[Any]],
+        *,
+        seconds: float,
+        heartbeat: float,
     ) -> None:
         self._pool = pool
+        self._session = LeaseSession(connect)
         self.seconds = seconds
         self.heartbeat = heartbeat
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
@@ -71,7 +104,7 @@ class PostgresLeases:
         """Take the run's lease for the block; refuse if a live holder has it."""
         with self._lock:
             if run_id in self._held:
-                raise _held_elsewhere(run_id)
+                raise _held_here(run_id, self.holder)
             self._held[run_id] = 0  # taken below; a write before that is fenced out
         try:
             generation = self._take(run_id)
@@ -88,22 +121,58 @@ class PostgresLeases:
             with self._lock:
                 del self._held[run_id]
             self._release(run_id, generation)
+            self._session.unlock(lease_key(run_id, generation))
 
     def _take(self, run_id: str) -> int:
-        with self._pool.connection() as conn:
+        """Take the lease in one transaction: free, expired, or its holder's session gone.
+
+        The row is locked while this decides, so takers go one at a time; the
+        new generation's advisory lock is taken before the row naming it
+        commits, and let go again if the row is not written.
+        """
+        locked: list[int] = []
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                found = conn.execute(
+                    "SELECT holder, generation, expires_at, extract(epoch FROM expires_at"
+                    " - clock_timestamp())::float8 FROM leases WHERE run_id = %s FOR UPDATE",
+                    (run_id,),
+                ).fetchone()
+                generation = 1 if found is None else int(found[1]) + 1
+                if found is not None and found[0] is not None and found[3] > 0:  # a live row
+                    holder, current, expires, left = found
+                    if holder_alive(conn, run_id, int(current)):
+                        raise _held_alive(run_id, holder, expires, left)
+                key = lease_key(run_id, generation)
+                if not self._session.lock(key):
+                    raise _held_meanwhile(run_id)
+                locked.append(key)
+                if not self._write(conn, run_id, generation, first=found is None):
+                    raise _held_meanwhile(run_id)
+        except BaseException:
+            for key in locked:  # the lease was not taken (its commit failed too)
+                self._session.unlock(key)
+            raise
+        return generation
+
+    def _write(self, conn: Connection[Any], run_id: str, generation: int, *, first: bool) -> bool:
+        """Write this holder's lease of ``generation``; whether it was written (a first
+        lease another taker wrote meanwhile is not)."""
+        if first:
             row = conn.execute(
-                "INSERT INTO leases AS l (run_id, holder, generation, taken_at, expires_at)"
+                "INSERT INTO leases (run_id, holder, generation, taken_at, expires_at)"
                 " VALUES (%s, %s, 1, clock_timestamp(),"
                 " clock_timestamp() + make_interval(secs => %s))"
-                " ON CONFLICT (run_id) DO UPDATE SET holder = excluded.holder,"
-                " generation = l.generation + 1, taken_at = excluded.taken_at,"
-                " expires_at = excluded.expires_at WHERE l.expires_at <= clock_timestamp()"
-                " RETURNING generation",
+                " ON CONFLICT (run_id) DO NOTHING RETURNING generation",
                 (run_id, self.holder, self.seconds),
             ).fetchone()
-        if row is None:
-            raise _held_elsewhere(run_id)
-        return int(row[0])
+            return row is not None
+        conn.execute(
+            "UPDATE leases SET holder = %s, generation = %s, taken_at = clock_timestamp(),"
+            " expires_at = clock_timestamp() + make_interval(secs => %s) WHERE run_id = %s",
+            (self.holder, generation, self.seconds, run_id),
+        )
+        return True
 
     def _release(self, run_id: str, generation: int) -> None:
         # A release that cannot reach the database leaves the lease to expire.
@@ -115,13 +184,19 @@ class PostgresLeases:
             )
 
     def held(self, run_id: str) -> bool:
-        """Whether any writer holds the run's lease now (it has not expired)."""
+        """Whether any writer holds the run's lease now: it has not expired, and its holder's
+        session is open (a dead holder's lease holds nothing)."""
         with self._pool.connection() as conn:
             row = conn.execute(
-                "SELECT 1 FROM leases WHERE run_id = %s AND expires_at > clock_timestamp()",
+                "SELECT generation FROM leases WHERE run_id = %s AND holder IS NOT NULL"
+                " AND expires_at > clock_timestamp()",
                 (run_id,),
             ).fetchone()
-        return row is not None
+            if row is None:
+                return False
+            with self._lock:
+                mine = self._held.get(run_id) == row[0]
+            return mine or holder_alive(conn, run_id, int(row[0]))
 
     def fence(
         self, db: SqlConnection, run_id: str, *, root_id: str | None, unleased_ok: bool
@@ -213,6 +288,8 @@ class PostgresLeases:
                 # lease that expires meanwhile is lost, and its writes are fenced out.
                 with contextlib.suppress(Exception):
                     self._renew(held)
+                with contextlib.suppress(Exception):
+                    self._session.check()
 
     def _renew(self, held: list[tuple[str, int]]) -> None:
         with self._pool.connection(self.heartbeat) as conn:
@@ -235,3 +312,4 @@ class PostgresLeases:
         for run_id, generation in held:
             if generation:
                 self._release(run_id, generation)
+        self._session.close()

@@ -96,7 +96,30 @@ class PostgresStore(SqlStore):
             num_workers=1,
         )
         self._pool.open()
-        self._leases = PostgresLeases(self._pool, seconds=lease_seconds, heartbeat=heartbeat)
+        self._leases = PostgresLeases(
+            self._pool,
+            functools.partial(self._lease_session, url, lease_seconds),
+            seconds=lease_seconds,
+            heartbeat=heartbeat,
+        )
+
+    @staticmethod
+    def _lease_session(url: str, lease_seconds: float) -> psycopg.Connection[Any]:
+        """The lease holder's own session (``_pg_session``): it only ever holds advisory
+        locks, so it must never be ended for being idle."""
+        conn = psycopg.connect(
+            url,
+            autocommit=True,
+            connect_timeout=max(int(lease_seconds), 2),
+            application_name="io-harness lease",
+            keepalives=1,
+            keepalives_idle=max(int(lease_seconds / 3), 1),
+            keepalives_interval=max(int(lease_seconds / 9), 1),
+            keepalives_count=3,
+        )
+        with contextlib.suppress(psycopg.Error):  # idle_session_timeout is PostgreSQL 14+
+            conn.execute("SET idle_session_timeout = 0")
+        return conn
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         # A writer stopped or cut off inside a transaction holds its locks: the server

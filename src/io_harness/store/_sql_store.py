@@ -12,6 +12,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import json
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from io_harness.store._memory import (
     MemoryAuthor,
     MemoryEntry,
     MemoryLimits,
+    memory_workspace,
 )
 from io_harness.store._memory_sql import forget_key, memory_entries, remember_key
 from io_harness.store._records import (
@@ -238,13 +240,14 @@ class SqlStore(Store):
 
     # -- memory ------------------------------------------------------------------
 
-    def memory_entries(self, workspace: str) -> list[MemoryEntry]:
+    def memory_entries(self, workspace: str | os.PathLike[str]) -> list[MemoryEntry]:
+        scope = memory_workspace(workspace)
         with self._reading() as db:
-            return memory_entries(db, workspace)
+            return memory_entries(db, scope)
 
     def remember(
         self,
-        workspace: str,
+        workspace: str | os.PathLike[str],
         key: str,
         value: str,
         *,
@@ -252,16 +255,21 @@ class SqlStore(Store):
         by: MemoryAuthor | None = None,
         at: float | None = None,
     ) -> tuple[MemoryEntry, ...]:
-        when = time.time() if at is None else at
+        scope, when = memory_workspace(workspace), time.time() if at is None else at
         with self._transaction() as db:
-            return remember_key(db, workspace, key, value, limits=limits, by=by, at=when)
+            return remember_key(db, scope, key, value, limits=limits, by=by, at=when)
 
     def forget(
-        self, workspace: str, key: str, *, by: MemoryAuthor | None = None, at: float | None = None
+        self,
+        workspace: str | os.PathLike[str],
+        key: str,
+        *,
+        by: MemoryAuthor | None = None,
+        at: float | None = None,
     ) -> bool:
-        when = time.time() if at is None else at
+        scope, when = memory_workspace(workspace), time.time() if at is None else at
         with self._transaction() as db:
-            return forget_key(db, workspace, key, by=by, at=when)
+            return forget_key(db, scope, key, by=by, at=when)
 
     def memory_log(self, run_id: str) -> tuple[MemoryTrace, ...]:
         return self._records(run_id, MemoryTrace, "memory_log", "seq")

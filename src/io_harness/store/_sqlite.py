@@ -12,7 +12,14 @@ from typing import Literal
 
 from io_harness._confined import Folder
 from io_harness.errors import StorageError
-from io_harness.store._files import Owner, check_companions, open_private_file, store_folder
+from io_harness.store._files import (
+    Owner,
+    check_companions,
+    open_private_file,
+    read_only_reason,
+    sqlite_uri,
+    store_folder,
+)
 from io_harness.store._lease import FileLeases, MemoryLeases
 from io_harness.store._schema import MIGRATIONS, SCHEMA_VERSION, newer_format
 from io_harness.store._sql_store import Dialect, SqlStore
@@ -30,7 +37,12 @@ SQLITE = Dialect(
 
 
 class SqliteStore(SqlStore):
-    """A store in one SQLite file (or in memory). See :meth:`Store.open`."""
+    """A store in one SQLite file (or in memory). See :meth:`Store.open`.
+
+    A file this process cannot write (a read-only filesystem, or another
+    user's file) is opened read-only: it reads as any store, and every write
+    (a lease, a step, a decision, a note) is a :class:`StorageError` saying so.
+    """
 
     dialect = SQLITE
 
@@ -39,20 +51,21 @@ class SqliteStore(SqlStore):
         self.durability = durability
         self._lock = threading.Lock()
         self._leases: FileLeases | MemoryLeases = MemoryLeases()
+        self._read_only: str | None = None
         if target == ":memory:":
             self._db = _connect(target, target)
         else:
             path = Path(target).absolute()
             folder = store_folder(path.parent, create=True)
             try:
-                self._db, owner = _open_file(folder, path, target)
+                self._db, owner, self._read_only = _open_file(folder, path, target)
             except BaseException:
                 folder.close()
                 raise
             self._leases = FileLeases(folder, f"{path.name}.leases", owner)
         try:
             self._db.execute("PRAGMA busy_timeout = 10000")
-            if target != ":memory:":
+            if target != ":memory:" and self._read_only is None:
                 self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute(f"PRAGMA synchronous = {durability.upper()}")
             self._db.execute("PRAGMA foreign_keys = ON")
@@ -64,6 +77,11 @@ class SqliteStore(SqlStore):
             self._close_all()
             raise
 
+    @property
+    def read_only(self) -> bool:
+        """Whether the file can only be read here (see :attr:`Store.read_only`)."""
+        return self._read_only is not None
+
     def _migrate(self) -> None:
         version = self._version()
         if version == 0:
@@ -74,6 +92,14 @@ class SqliteStore(SqlStore):
                 raise StorageError(f"{self.location} is an SQLite file but not an io-harness store")
         if version == SCHEMA_VERSION:
             return
+        if self._read_only is not None:  # a migration writes: none can be made here
+            said = f"the store {self.location} is read-only ({self._read_only})"
+            if not version:
+                raise StorageError(f"{said} and empty: it holds no runs, nor can it here")
+            raise StorageError(
+                f"{said} and in an older format (v{version}; this version reads "
+                f"v{SCHEMA_VERSION}): open it once where it can be written, to upgrade it"
+            )
         with self._transaction():
             # Read again under the write lock: another process may have migrated the
             # store between the read above and this transaction.
@@ -91,8 +117,16 @@ class SqliteStore(SqlStore):
             raise newer_format(self.location, version)
         return int(version)
 
+    def _refused(self, why: str) -> StorageError:
+        return StorageError(
+            f"the store {self.location} is read-only ({why}): nothing can be written to it "
+            "here (open it where it can be written)"
+        )
+
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
+        if self._read_only is not None:
+            raise self._refused(self._read_only)
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
@@ -154,6 +188,8 @@ class SqliteStore(SqlStore):
         return f"Store.open({self.location!r})" if self.location != ":memory:" else "Store.memory()"
 
     def lease(self, run_id: str) -> contextlib.AbstractContextManager[None]:
+        if self._read_only is not None:  # a run it cannot write it cannot drive
+            raise self._refused(self._read_only)
         return self._leases.hold(run_id)
 
     def driven(self, run_id: str) -> bool:
@@ -215,21 +251,24 @@ class SqliteStore(SqlStore):
             ) from None
 
 
-def _open_file(folder: Folder, path: Path, shown: str) -> tuple[sqlite3.Connection, Owner]:
-    """A connection to the database ``path`` in ``folder`` (made ``0600`` if missing), and
-    the database's owner.
+def _open_file(
+    folder: Folder, path: Path, shown: str
+) -> tuple[sqlite3.Connection, Owner, str | None]:
+    """A connection to the database ``path`` in ``folder`` (made ``0600`` if missing), the
+    database's owner, and why it is read-only (``None``: it is not).
 
     The file is opened (or made) here, from the folder's descriptor and never
     through a symlink; SQLite then opens it by path without the right to
-    create it (``mode=rw``), and the file it opened is checked to be this one
-    before anything is read or written, so a symlink put in its place meanwhile
-    leads nowhere.
+    create it (``mode=rw``, or read-only where it cannot be written), and the file
+    it opened is checked to be this one before anything is read or written, so a
+    symlink put in its place meanwhile leads nowhere.
     """
     fd = open_private_file(folder, path.name, os.O_RDONLY)
     try:
         check_companions(folder, path.name)
         checked = os.fstat(fd)
-        db = _connect(f"{path.as_uri()}?mode=rw", shown)
+        read_only = read_only_reason(folder, path.name, fd)
+        db = _connect(sqlite_uri(folder, path, read_only), shown)
         try:
             opened = os.stat(db.execute("PRAGMA database_list").fetchone()[2])
         except (OSError, sqlite3.Error) as exc:
@@ -238,7 +277,7 @@ def _open_file(folder: Folder, path: Path, shown: str) -> tuple[sqlite3.Connecti
         if (opened.st_dev, opened.st_ino) != (checked.st_dev, checked.st_ino):
             db.close()
             raise StorageError(f"cannot open the store {shown}: it was replaced while opened")
-        return db, Owner.of(checked)
+        return db, Owner.of(checked), read_only
     finally:
         os.close(fd)
 

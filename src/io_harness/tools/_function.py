@@ -12,8 +12,11 @@ import contextlib
 import contextvars
 import functools
 import inspect
+import sys
 import threading
+import warnings
 from collections.abc import Callable
+from types import FrameType
 from typing import Annotated, Any, Generic, ParamSpec, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
@@ -98,6 +101,8 @@ class FunctionTool(Generic[P, R]):
             description = "\n\n".join(
                 part for part in (doc.short_description, doc.long_description) if part
             )
+            if not description:
+                _warn_undescribed(where, tool_name)
         self._spec = ToolSpec(name=tool_name, description=description, parameters=parameters)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -202,7 +207,9 @@ def tool(
     """Make a typed function, sync or async, a caller tool: ``@tool`` or ``@tool(...)``.
 
     The name is the function's (or ``name``); the description is the
-    docstring's summary and body (or ``description``); each parameter is an
+    docstring's summary and body (or ``description``; a function with neither
+    is decorated with a :class:`UserWarning`, since the model would be offered
+    a name alone); each parameter is an
     argument, described by the docstring's ``Args``/``:param``/``Parameters``
     entry, optional when it has a default. ``timeout`` (seconds) and
     ``max_result_chars`` override the harness's defaults.
@@ -274,6 +281,22 @@ def _arguments_model(
     except Exception as exc:
         raise ConfigError(f"@tool {where}: cannot build its arguments' schema: {exc}") from None
     return model, tuple(positional), tuple(keyword)
+
+
+def _warn_undescribed(where: str, tool_name: str) -> None:
+    """Warn, at the decoration in the caller's code, that the model gets no description: it
+    would be offered a name alone and left to guess what the tool does."""
+    level = 2  # 1 is this function; 2 its caller, and so on
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        level, frame = level + 1, frame.f_back
+    warnings.warn(
+        f"@tool {where}: the function has no docstring, so the model is offered "
+        f"{tool_name!r} with an empty description; give it a docstring (its first line says "
+        "what the tool does) or @tool(description=...)",
+        UserWarning,
+        stacklevel=level,
+    )
 
 
 def _check_type(annotation: Any, what: str) -> None:

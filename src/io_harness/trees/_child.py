@@ -95,7 +95,7 @@ def _check_criterion(contract: TaskContract, policy: Policy) -> None:
     for argv in contract.verify.commands():
         missing = missing_program(argv)
         if missing is not None:
-            raise ToolFailure(f"the child's criterion runs {missing}; it could never pass")
+            raise ToolFailure(f"the child's criterion's program {missing}; it could never pass")
         access = canonical_argv(argv)
         verdict = policy.explain(access.act, access.target)
         if verdict.effect is not Effect.ALLOW:

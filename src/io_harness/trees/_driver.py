@@ -17,6 +17,7 @@ from io_harness._net import RunNet, checking
 from io_harness.loop._outcome import RunResult
 from io_harness.policy._gate import Gate
 from io_harness.trees._containment import Containment
+from io_harness.trees._ended import ended_on, stops_the_tree
 from io_harness.trees._ledger import Ledger
 from io_harness.trees._tree import ChildSpec, Tree
 
@@ -68,7 +69,9 @@ class ChildDriver:
         """Drive the stored sub-agent ``run_id``: start it, or go on from its last commit.
 
         A finished child gives its stored result; one awaiting a decision that
-        nobody here can give (no approver, none stored) gives its pause.
+        nobody here can give (no approver, none stored) gives its pause. A drive that
+        raises ends the child with a stored outcome (``_ended.py``), unless what it
+        raised stops the whole tree.
         """
         from io_harness.prepare._prepared import drive
         from io_harness.prepare._stored import prepared_child
@@ -80,4 +83,10 @@ class ChildDriver:
                 return prepared
             # The child's own connections are decided and recorded by its own gate.
             with checking(RunNet.of(prepared.gate, self.kit.provider)):
-                return await drive(prepared)
+                try:
+                    return await drive(prepared)
+                except BaseException as exc:
+                    ended = None if stops_the_tree(exc) else await ended_on(self.kit, run_id, exc)
+                    if ended is None:
+                        raise
+                    return ended

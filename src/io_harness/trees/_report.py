@@ -1,5 +1,5 @@
 """What a parent reads of a child that ended: its outcome and spend, the files it wrote (or
-brought back from its copy), its last words, its check's feedback."""
+brought back from its copy), the error that ended it, its last words, its check's feedback."""
 
 from __future__ import annotations
 
@@ -49,11 +49,12 @@ def child_report(
         if not result.unpriced_calls
         else "unpriced"
         if not result.cost_micros
-        else f"{money} + {result.unpriced_calls} unpriced calls"
+        else f"{money} + {result.unpriced_calls} unpriced call{'s' * (result.unpriced_calls != 1)}"
     )
     lines = [
         f"sub-agent {result.run_id} ({spawned.goal!r}): {result.outcome.value} after "
-        f"{result.steps} steps, {result.usage.total_tokens} tokens, {spend}"
+        f"{result.steps} step{'s' * (result.steps != 1)}, "
+        f"{result.usage.total_tokens} token{'s' * (result.usage.total_tokens != 1)}, {spend}"
     ]
     changed: tuple[str, ...] = ()
     isolated = _isolation(store, result.run_id)
@@ -66,6 +67,8 @@ def child_report(
         lines.append(back.describe() if isinstance(back, BroughtBack) else back)
     else:
         lines.append("it worked in a private copy; nothing was brought back (it failed)")
+    if not result.succeeded and result.error is not None:
+        lines.append(f"its error: {_cut(str(result.error), _FEEDBACK)}")
     last = _last_words(trace.messages)
     if last:
         lines.append(f"its last words: {last}")
