@@ -18,13 +18,11 @@ from pathlib import Path
 
 import pytest
 
+import support
 from io_harness import (
-    Budget,
     ConfigError,
     Harness,
     Store,
-    TaskContract,
-    WorkspaceFileContains,
     run,
 )
 from io_harness._preflight import new_run_id
@@ -34,11 +32,10 @@ from io_harness.testing import ScriptedProvider, call, reply
 LISTING = reply(calls=[call("list_dir")])
 
 
-def contract(root: Path, steps: int = 1) -> TaskContract:
-    """A task that never succeeds (nothing writes never.txt): it runs its ``steps``."""
-    return TaskContract.workspace(
-        "look around", root, WorkspaceFileContains("never.txt", "x"), budget=Budget(max_steps=steps)
-    )
+contract = functools.partial(
+    support.contract, goal="look around", file="never.txt", needle="x", max_steps=1
+)
+"""A task that never succeeds (nothing writes never.txt): it runs its steps."""
 
 
 @pytest.fixture
@@ -103,7 +100,7 @@ def read_only_store(
     asyncio.run(run(contract(workspace), ScriptedProvider([LISTING]), store=store, run_id="done"))
     with pytest.raises(KeyboardInterrupt):
         stopped = ScriptedProvider([LISTING, KeyboardInterrupt()])
-        asyncio.run(run(contract(workspace, 3), stopped, store=store, run_id="cut"))
+        asyncio.run(run(contract(workspace, max_steps=3), stopped, store=store, run_id="cut"))
     if request.param == "closed":
         store.close()
         assert not path.with_name("runs.db-wal").exists()
