@@ -1,6 +1,6 @@
 """A child process for the crash tests: runs (or resumes) a scripted run, or dies trying.
 
-Usage: python crash_worker.py DB ROOT {run,resume} RUN_ID KILL_STEP KILL_AT
+Usage: python crash_worker.py DB ROOT {run,continue,resume} RUN_ID KILL_STEP KILL_AT
 
 KILL_AT says where the process SIGKILLs itself at step KILL_STEP: ``call``
 (while the model call is in flight), ``tool`` (just after the step's tool
@@ -12,6 +12,7 @@ the same answers the dead one would have.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -23,8 +24,10 @@ from typing import Any
 
 import support
 from io_harness import (
+    Budget,
     CompletionRequest,
     CompletionResponse,
+    Harness,
     Store,
     ToolCall,
     Usage,
@@ -99,6 +102,10 @@ def main() -> None:
         result = run_sync(
             contract(Path(root)), scripted, store=store, run_id=run_id, observer=observer
         )
+    elif mode == "continue":  # a run stopped at a small step cap, given the room it needs
+        harness = Harness(scripted, store=store, observer=observer)
+        more = Budget(max_steps=STEPS + 5)
+        result = asyncio.run(harness.continue_run(run_id, budget=more, message="go on"))
     else:
         result = resume_sync(run_id, scripted, store=store)
     print(

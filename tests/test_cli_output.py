@@ -224,10 +224,11 @@ def test_a_run_without_prices_is_unpriced_never_zero(
 def test_spend_is_in_the_price_tables_currency(
     workspace: Workspace, three_runs: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mixed = three_runs["mixed"]
-
-    assert workspace.ioh("resume", mixed) == 1  # a finished run: its closing lines again
+    again = ["--provider", f"replay:{workspace.cassette()}", "--prices", str(workspace.prices)]
+    # The same run once more, for its closing lines (ioh resume would continue a stopped run).
+    assert workspace.ioh("run", str(workspace.contract("mixed")), *again) == 1
     closing = capsys.readouterr().out
+    mixed = run_id_in(closing)
     assert workspace.ioh("show", mixed) == 0
     shown = capsys.readouterr().out
 

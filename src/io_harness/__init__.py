@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     )
     from io_harness._mcp import McpEvent, McpServer
     from io_harness._queue import Drive, DriveKind, WorkReport
+    from io_harness._retry import RetryPolicy
     from io_harness.compaction._settings import Compaction
     from io_harness.contract import (
         Budget,
@@ -177,6 +178,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "io_harness._mcp": ("McpEvent", "McpServer"),
     "io_harness._queue": ("Drive", "DriveKind", "WorkReport"),
+    "io_harness._retry": ("RetryPolicy",),
     "io_harness.roles": ("Roles",),
     "io_harness._harness": (
         "Harness",
@@ -395,6 +397,7 @@ __all__ = [
     "RefusedError",
     "Replay",
     "ResumeError",
+    "RetryPolicy",
     "Retrying",
     "Roles",
     "Rule",

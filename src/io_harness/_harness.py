@@ -26,8 +26,9 @@ from io_harness._preflight import (
     sync,
 )
 from io_harness._queue._database import WAITING_LABEL
+from io_harness._retry import DEFAULT_RETRY, RetryPolicy
 from io_harness.compaction import Compaction
-from io_harness.contract import TaskContract
+from io_harness.contract import Budget, TaskContract
 from io_harness.errors import ConfigError, StorageError
 from io_harness.loop._outcome import RunResult
 from io_harness.loop._sandboxing import (
@@ -40,6 +41,7 @@ from io_harness.observe import Observer
 from io_harness.policy._approval import Approver, Decision
 from io_harness.policy._policy import Policy
 from io_harness.prepare import decide_in_tree, drive, prepared_new, prepared_stored
+from io_harness.prepare._continuing import More, continued
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
 from io_harness.roles import Roles
@@ -72,6 +74,7 @@ class HarnessOptions(TypedDict, total=False):
     containment: Containment | None
     roles: Roles | str | Path | None
     compaction: Compaction | None
+    retry: RetryPolicy | None
 
 
 class Harness:
@@ -116,6 +119,10 @@ class Harness:
     - ``compaction``: a :class:`Compaction` compacts the model's view of a run
       that nears its context window, never losing the task (see
       ``docs/compaction.md``).
+    - ``retry``: a :class:`RetryPolicy`: for how long, and how far apart, a
+      model call's transient failures (refused connections, timeouts, 429,
+      5xx, overloaded) are tried again; two minutes by default (see
+      ``docs/runs.md#retries``).
 
     An option of the wrong type, a bad tool or a skills folder that does not
     load is a :class:`ConfigError` raised here; what depends on a contract
@@ -140,6 +147,7 @@ class Harness:
         containment: Containment | None = None,
         roles: Roles | str | Path | None = None,
         compaction: Compaction | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         check_provider(provider)
         check_types(store=store, policy=policy, approver=approver, prices=prices)
@@ -171,6 +179,8 @@ class Harness:
         self.containment = _checked(containment, Containment, "containment")
         self.roles = _roles(roles)
         self.compaction = _checked(compaction, Compaction, "compaction")
+        retry = _checked(retry, RetryPolicy, "retry")
+        self.retry = retry if retry is not None else DEFAULT_RETRY
         if not isinstance(sandbox, SandboxConfig) and sandbox is not DEFAULT_SANDBOX:
             # NO_SANDBOX, or a Sandbox of the caller's: known now, not only at the run.
             check_sandboxes(self.mcp, ServerSandbox(choose_sandbox(sandbox).sandbox, Path()))
@@ -258,6 +268,21 @@ class Harness:
             if isinstance(prepared, RunResult):
                 return prepared
             return await drive(prepared)
+
+    async def continue_run(
+        self, run_id: str, *, budget: Budget | None = None, message: str | None = None
+    ) -> RunResult:
+        """Give a run that stopped without success more, and let it go on from its last commit.
+
+        ``budget`` replaces the run's (recorded; its wall time counts from now), and must be
+        above what the run has spent; without one the run keeps its own, which is a
+        :class:`ConfigError` for a run stopped at one of its caps. ``message`` is a user
+        turn the model reads before its next step. The conversation, spend, memory, tree
+        and effects journal go on; nothing is repeated. A run that succeeded is a
+        :class:`ResumeError` (success is final), and so is one that has not stopped
+        (:meth:`resume` it); a sub-agent goes on as part of its tree's root.
+        """
+        return await continued(self, run_id, More(budget, message))
 
     def run_sync(
         self,

@@ -34,7 +34,9 @@ class Budget(CheckedModel):
     ``max_steps`` counts model calls that were answered; ``max_wall_seconds``
     is real time since the run started, time between a crash and its resume
     included; ``max_tokens`` is input plus output tokens over the whole run;
-    ``max_retries`` is how many times one transient provider failure is retried;
+    ``max_retries``, when set, caps how many times one model call is retried
+    after transient failures (by default only the harness's
+    :class:`~io_harness.RetryPolicy` bounds them: two minutes of retries);
     ``max_cost`` is money over the whole run, in the currency of the
     :class:`~io_harness.pricing.PriceTable` the run is given (a run with a
     cost budget and no price for its model is a :class:`ConfigError`).
@@ -45,7 +47,7 @@ class Budget(CheckedModel):
     max_steps: int = Field(30, ge=1)
     max_wall_seconds: float | None = Field(None, gt=0)
     max_tokens: int | None = Field(None, ge=1)
-    max_retries: int = Field(2, ge=0)
+    max_retries: int | None = Field(None, ge=0)
     max_cost: Decimal | None = Field(None, gt=0)
 
     @field_validator("max_cost", mode="before")

@@ -33,6 +33,7 @@ __all__ = [
     "Observer",
     "ProviderCalled",
     "Retrying",
+    "RunContinued",
     "RunEvent",
     "RunFinished",
     "RunStarted",
@@ -223,6 +224,22 @@ class RunFinished(_Event):
     """When the run ended, Unix time."""
 
 
+class RunContinued(_Event):
+    """A run that had stopped without success was given more and goes on (stored).
+
+    ``step`` is its last committed step; ``stopped`` the outcome it had ended with;
+    ``budget`` the budget it goes on under (replacing the one it had); ``said`` the
+    user turn added before its next step, if one was.
+    """
+
+    kind: Literal["run_continued"] = "run_continued"
+    stopped: str
+    budget: dict[str, Any]
+    said: str | None = None
+    at: float
+    """When it was continued, Unix time."""
+
+
 class RunStopped(_Event):
     """The loop let go of a run that did not finish (told, never stored).
 
@@ -249,6 +266,7 @@ RunEvent = Annotated[
     | AwaitingApproval
     | StepFinished
     | RunFinished
+    | RunContinued
     | RunStopped,
     Field(discriminator="kind"),
 ]

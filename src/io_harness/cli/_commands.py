@@ -31,6 +31,7 @@ from io_harness.cli._launch import (
     stored_roles,
 )
 from io_harness.cli._live import LiveReport
+from io_harness.cli._more import budget_given, gives_more
 from io_harness.cli._output import write_out
 from io_harness.cli._permissions import (
     PausedStatus,
@@ -56,6 +57,7 @@ from io_harness.contract import TaskContract
 from io_harness.errors import ConfigError
 from io_harness.loop import DEFAULT_SANDBOX, RunOutcome, RunResult
 from io_harness.policy import Approver, Policy
+from io_harness.prepare._continuing import More
 from io_harness.prepare._reading import stored_contract, stored_prices
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
@@ -219,9 +221,10 @@ def _resume(
 ) -> int:
     approver = approver_for(args.approver_choice)
     sandbox = sandbox_choice(args, console)
-    result = _drive(
-        console,
-        lambda report: Harness(
+    more = _more_for(args, store)
+
+    def going_on(report: LiveReport) -> Coroutine[Any, Any, RunResult]:
+        harness = Harness(
             provider,
             store=store,
             observer=report,
@@ -231,11 +234,26 @@ def _resume(
             sandbox=sandbox,
             mcp=stored_mcp(store, args.run_id),
             roles=stored_roles(store, args.run_id),
-        ).resume(args.run_id, replace_policy=replace_policy),
-        approver,
-        _store_hint(args),
-    )
+        )
+        if more is not None:
+            return harness.continue_run(args.run_id, budget=more.budget, message=more.message)
+        return harness.resume(args.run_id, replace_policy=replace_policy)
+
+    result = _drive(console, going_on, approver, _store_hint(args))
     return _finish(console, result, args, store, prices)
+
+
+def _more_for(args: argparse.Namespace, store: Store) -> More | None:
+    """What ``ioh resume`` gives the run: more (a run that stopped without success, or
+    any of the continuing arguments), or nothing (a plain resume)."""
+    asked = hasattr(args, "say") and gives_more(args)
+    stored = store.load_run(args.run_id)
+    if not asked and (stored.status != "finished" or stored.outcome == RunOutcome.SUCCESS):
+        return None
+    budget = None
+    if asked:
+        budget = budget_given(args, stored_contract(stored).budget, stored.steps)
+    return More(budget, args.say if asked else None)
 
 
 def cmd_pending(args: argparse.Namespace, console: Console) -> int:

@@ -11,6 +11,7 @@ import argparse
 
 from io_harness import __version__
 from io_harness.cli import DEFAULT_STORE, store_location
+from io_harness.cli._more import add_more_arguments
 from io_harness.providers._presets import SPEC_FORMS
 
 # typing costs milliseconds to import, and `ioh --help` none of it: type checkers take
@@ -84,7 +85,11 @@ def _add_run_commands(commands: Any) -> None:
     _with_sandbox(sub)
     sub.set_defaults(handler="_commands:cmd_run")
 
-    sub = _with_store(commands.add_parser("resume", help="continue a run from its last step"))
+    sub = _with_store(
+        commands.add_parser(
+            "resume", help="continue a run from its last step; give a stopped one more"
+        )
+    )
     sub.add_argument("run_id")
     _with_provider(sub, required=False, default=STORED)
     _with_approver(sub)
@@ -95,6 +100,7 @@ def _add_run_commands(commands: Any) -> None:
         help="resume under --policy instead of the policy the run was started with",
     )
     _with_sandbox(sub)
+    add_more_arguments(sub)
     sub.set_defaults(handler="_commands:cmd_resume")
 
 

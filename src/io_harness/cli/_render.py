@@ -78,8 +78,29 @@ def render_result(result: RunResult, store_hint: str, money: Money | None = None
             f"decide: ioh approve {run_id} [--remember] | ioh deny {run_id} --reason TEXT"
             " (ioh pending shows the diff)"
         )
+    going_on = _going_on(result)
+    if going_on:
+        run_id = escape(shlex.quote(result.run_id)) + escape(store_hint)
+        lines.append(f"continue it: ioh resume {run_id}{going_on}")
     lines.append(f"trace: ioh show {escape(shlex.quote(result.run_id))}{escape(store_hint)}")
     return Hanging("\n".join(lines))
+
+
+_MORE = {
+    RunOutcome.STEP_CAP_REACHED: " --add-steps N",
+    RunOutcome.TOKEN_BUDGET_EXCEEDED: " --max-tokens N",
+    RunOutcome.COST_BUDGET_EXCEEDED: " --max-cost X",
+    RunOutcome.TIME_BUDGET_EXCEEDED: " --wall SECONDS",
+}
+"""What a run stopped at a cap is given to go on."""
+
+
+def _going_on(result: RunResult) -> str | None:
+    """The arguments ``ioh resume`` continues a stopped run with ("" for none); ``None`` for
+    a run that succeeded or has not stopped."""
+    if result.outcome in (RunOutcome.SUCCESS, RunOutcome.AWAITING_APPROVAL):
+        return None
+    return _MORE.get(result.outcome, "") + " [--say TEXT]"
 
 
 def _cost_stop(result: RunResult, money: Money) -> str:

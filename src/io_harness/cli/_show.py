@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from rich.console import Group, RenderableType
 
@@ -63,9 +63,12 @@ def render_trace(
             )
         )
     whole = f"ioh show {shlex.quote(trace.run.id)} --json"
-    parts.extend(
-        Hanging("\n".join(_step_lines(s, currency or "", whole))) for s in steps if _shown(s)
-    )
+    continued = _continuations(trace)
+    for step in steps:
+        if _shown(step):
+            parts.append(Hanging("\n".join(_step_lines(step, currency or "", whole))))
+        parts.extend(Hanging(line) for line in continued.pop(step.number, []))
+    parts.extend(Hanging(line) for lines in continued.values() for line in lines)
     if trace.sandbox_events:
         parts.append(markup(sandbox_counts(trace.sandbox_events)))
     parts.append(markup(f"outcome: {outcome_style(trace.run.outcome, trace.run.status)}"))
@@ -85,6 +88,28 @@ def _header(trace: Trace, currency: str | None) -> RenderableType:
         f"spend: {escape(run_spend(run.cost_micros, run.unpriced_calls, currency))}\n"
         f"{sandbox_line(trace)}"
     )
+
+
+def _continuations(trace: Trace) -> dict[int, list[str]]:
+    """Each time the run was continued, by the step it went on after: what it had stopped
+    with, the budget it went on under, and what was said to the model."""
+    found: dict[int, list[str]] = {}
+    for event in trace.events:
+        if event.kind != "run_continued":
+            continue
+        data = event.data
+        given = data.get("budget")
+        budget: dict[str, Any] = given if isinstance(given, dict) else {}
+        limits = ", ".join(f"{key} {value}" for key, value in budget.items() if value is not None)
+        line = (
+            f"[bold]continued[/] after step {event.step} (it had stopped: "
+            f"{escape(str(data.get('stopped')))}), under {escape(limits)}"
+        )
+        said = data.get("said")
+        if isinstance(said, str):
+            line += f"\n  [dim]said to the model:[/] {escape(said, one_line=True)}"
+        found.setdefault(event.step, []).append(line)
+    return found
 
 
 def _shown(step: TraceStep) -> bool:

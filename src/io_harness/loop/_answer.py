@@ -151,6 +151,7 @@ def _journal(engine: Engine, ctx: StepContext, progress: StepProgress) -> None:
         journal_json=progress.model_dump_json(),
         compactions=record.compactions,
         extra_usage=record.extra_usage,
+        numbered_on=record.numbered_on,
     )
     engine.kit.store.commit_step(engine.run_id, entry)
     progress.intent = None

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from io_harness._arguments import admitted_response
+from io_harness._retry import DEFAULT_RETRY, RetryPolicy
 from io_harness.errors import ProviderError, RefusedError
 from io_harness.loop._outcome import RunOutcome
 from io_harness.messages import (
@@ -22,14 +22,23 @@ from io_harness.pricing import PriceTable
 from io_harness.providers import Provider, StreamingProvider, members_of
 from io_harness.store._records import ProviderAttempt, StepRecord
 
-__all__ = ["ProviderCaller", "Unanswered", "backoff_delay"]
-
-_BACKOFF_BASE_SECONDS = 1.0
-_BACKOFF_CAP_SECONDS = 30.0
+__all__ = ["ProviderCaller", "Unanswered"]
 
 
 class _WallTimeUp(Exception):
     """The wall-time budget ended a provider call in flight."""
+
+
+_NOT_RETRIED = " (not retried: a provider says it cannot answer with a ProviderError)"
+
+
+class _Defect(Exception):
+    """A provider broke its protocol (raised something else than a ProviderError, or returned
+    something else than an answer): another attempt would do the same, so none is made."""
+
+    def __init__(self, error: ProviderError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,12 +49,46 @@ class Unanswered:
     error: ProviderError | None
 
 
-def backoff_delay(attempt: int, error: ProviderError) -> float:
-    """Seconds before retry ``attempt``: the provider's wish, else exponential with jitter."""
-    if error.retry_after is not None:
-        return max(0.0, error.retry_after)
-    ceiling = min(_BACKOFF_CAP_SECONDS, _BACKOFF_BASE_SECONDS * 2.0 ** (attempt - 1))
-    return ceiling * random.uniform(0.5, 1.0)
+@dataclass(frozen=True, slots=True)
+class _Retries:
+    """One provider's retrying of one model call: its policy, its count cap, its start."""
+
+    policy: RetryPolicy
+    max_retries: int | None
+    began: float
+    """When the call's first attempt started (``time.time()``)."""
+
+    def wait(self, retry: int, error: ProviderError, wall_end: float | None) -> float | Unanswered:
+        """Seconds before retry number ``retry`` after ``error``; or the call's end, and why."""
+        if not error.transient or (self.max_retries is not None and retry > self.max_retries):
+            return Unanswered(RunOutcome.PROVIDER_FAILED, error)
+        now = time.time()
+        total = self.policy.total_seconds
+        left = self.began + total - now
+        asked = error.retry_after
+        delay = max(0.0, asked) if asked is not None else min(self.policy.backoff(retry), left)
+        if wall_end is not None and now + delay >= wall_end:
+            return Unanswered(RunOutcome.TIME_BUDGET_EXCEEDED, error)
+        if left <= 0:
+            note = (
+                f"gave up after {retry} attempts in {now - self.began:.1f} s: "
+                f"the {total:g} s retry budget (RetryPolicy.total_seconds) is spent"
+            )
+            return Unanswered(RunOutcome.PROVIDER_FAILED, _noted(error, note))
+        if delay > left:
+            note = (
+                f"not retried: the provider asked to wait {delay:g} s, past the {left:.1f} s "
+                f"left of the {total:g} s retry budget (RetryPolicy.total_seconds)"
+            )
+            return Unanswered(RunOutcome.PROVIDER_FAILED, _noted(error, note))
+        return delay
+
+
+def _noted(error: ProviderError, note: str) -> ProviderError:
+    """``error`` with ``note`` added to its message: why the retries ended with it."""
+    return ProviderError(
+        error.kind, f"{error.message} ({note})", status=error.status, retry_after=error.retry_after
+    )
 
 
 class ProviderCaller:
@@ -53,17 +96,19 @@ class ProviderCaller:
 
     A :class:`~io_harness.providers.Fallback` is unrolled here, so each member
     gets the run's retries before the next is asked, and every attempt is a
-    row under the member that made it.
+    row under the member that made it. ``retry`` says for how long and how
+    far apart; ``max_retries`` (the contract's, when set) caps their number.
     """
 
     def __init__(
         self,
         provider: Provider,
         run_id: str,
-        max_retries: int,
+        max_retries: int | None,
         wall_end: float | None,
         emit: Callable[[Sequence[RunEvent]], Awaitable[None]],
         prices: PriceTable | None = None,
+        retry: RetryPolicy = DEFAULT_RETRY,
     ) -> None:
         self.members = members_of(provider)
         self.run_id = run_id
@@ -71,6 +116,7 @@ class ProviderCaller:
         self.wall_end = wall_end
         self.emit = emit
         self.prices = prices
+        self.retry = retry
 
     async def call(
         self, request: CompletionRequest, record: StepRecord, events: list[RunEvent]
@@ -95,8 +141,10 @@ class ProviderCaller:
         record: StepRecord,
         events: list[RunEvent],
     ) -> CompletionResponse | Unanswered:
-        retries = self.max_retries
-        for attempt in range(1, retries + 2):
+        retries = _Retries(self.retry, self.max_retries, time.time())
+        attempt = 0
+        while True:
+            attempt += 1
             number = len(record.attempts) + 1
             started, clock = time.time(), time.monotonic()
             timing = _Timing(clock)
@@ -109,6 +157,12 @@ class ProviderCaller:
                     self._attempt(provider, number, started, timing, error=error)
                 )
                 return Unanswered(RunOutcome.TIME_BUDGET_EXCEEDED, error)
+            except _Defect as defect:
+                error = defect.error
+                record.attempts.append(
+                    self._attempt(provider, number, started, timing, error=error)
+                )
+                return Unanswered(RunOutcome.PROVIDER_FAILED, error)
             except ProviderError as exc:
                 error = exc
             else:
@@ -120,11 +174,9 @@ class ProviderCaller:
                 )
                 return response
             record.attempts.append(self._attempt(provider, number, started, timing, error=error))
-            if not error.transient or attempt > retries:
-                return Unanswered(RunOutcome.PROVIDER_FAILED, error)
-            delay = backoff_delay(attempt, error)
-            if self.wall_end is not None and time.time() + delay >= self.wall_end:
-                return Unanswered(RunOutcome.TIME_BUDGET_EXCEEDED, error)
+            delay = retries.wait(attempt, error, self.wall_end)
+            if isinstance(delay, Unanswered):
+                return delay
             retrying = Retrying(
                 run_id=self.run_id,
                 step=record.step,
@@ -136,7 +188,6 @@ class ProviderCaller:
             events.append(retrying)
             await self.emit([retrying])
             await asyncio.sleep(delay)
-        raise AssertionError("unreachable: the last attempt returns")
 
     async def _ask(
         self,
@@ -146,8 +197,9 @@ class ProviderCaller:
         attempt: int,
         timing: _Timing,
     ) -> CompletionResponse:
-        # Anything a provider raises besides ProviderError is a provider defect; the
-        # run ends with it as a typed failure instead of crashing the caller.
+        # Anything a provider raises besides ProviderError (and a connection error, the
+        # network's) is a provider defect; the run ends with it as a typed failure, not
+        # retried, instead of crashing the caller.
         answer = self._streamed(provider, request, step, attempt, timing)
         try:
             if self.wall_end is None:
@@ -162,15 +214,15 @@ class ProviderCaller:
             if self.wall_end is not None and time.time() >= self.wall_end:
                 raise _WallTimeUp from None
             raise ProviderError("timeout", f"the provider timed out: {exc}") from exc
+        except ConnectionError as exc:  # refused, reset, broken: the network's, retried
+            said = f"the provider could not connect: {type(exc).__name__}: {exc}"
+            raise ProviderError("network", said) from exc
         except Exception as exc:
-            raise ProviderError(
-                "bad_response", f"the provider raised {type(exc).__name__}: {exc}"
-            ) from exc
+            said = f"the provider raised {type(exc).__name__}: {exc}"
+            raise _Defect(ProviderError("bad_response", f"{said}{_NOT_RETRIED}")) from exc
         if not isinstance(response, CompletionResponse):
-            raise ProviderError(
-                "bad_response",
-                f"the provider returned {type(response).__name__}, not a CompletionResponse",
-            )
+            said = f"the provider returned {type(response).__name__}, not a CompletionResponse"
+            raise _Defect(ProviderError("bad_response", f"{said}{_NOT_RETRIED}"))
         return response
 
     async def _streamed(

@@ -70,7 +70,13 @@ class Engine:
         wall = budget.max_wall_seconds
         self.wall_end = started_at + wall if wall is not None else None
         self.caller = ProviderCaller(
-            kit.provider, self.run_id, budget.max_retries, self.wall_end, self.emit, kit.prices
+            kit.provider,
+            self.run_id,
+            budget.max_retries,
+            self.wall_end,
+            self.emit,
+            kit.prices,
+            retry=kit.retry,
         )
 
     # -- the loop ----------------------------------------------------------------
@@ -129,9 +135,12 @@ class Engine:
         self, resumption: Resumption, pending: list[RunEvent], sandbox_json: str | None
     ) -> RunResult:
         deferred = resumption.pending
+        # The step a continued run goes on with may hold the stopped run's last attempts.
+        numbered_on = self.state.steps + 1 if self.prepared.continued else None
         while True:
             ctx = StepContext(StepRecord(step=self.state.steps + 1, started_at=time.time()))
             record = ctx.record
+            record.numbered_on = record.step == numbered_on
             record.policy_json, resumption.policy_json = resumption.policy_json, None
             record.sandbox_json, sandbox_json = sandbox_json, None
             ctx.events, pending = pending, []

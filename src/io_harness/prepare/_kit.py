@@ -3,9 +3,9 @@
 A harness's options become one kit per start (a run, a resume): the
 provider the contract's role calls for, the store, the observer, prices, the
 approver, the sandbox chosen, the caller's tools, skills, memory, the root's
-MCP sessions, compaction and the model's window. Every agent of the tree
-(the root and each sub-agent) is prepared from it, so an option reaches the
-loop by being added here once.
+MCP sessions, compaction, the model's window and the retry policy. Every agent
+of the tree (the root and each sub-agent) is prepared from it, so an option
+reaches the loop by being added here once.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from io_harness._mcp import McpSessions
+from io_harness._retry import DEFAULT_RETRY, RetryPolicy
 from io_harness.compaction import Compaction
 from io_harness.contract import TaskContract
 from io_harness.loop._context import system_prompt, task_message
@@ -55,6 +56,8 @@ class RunKit:
     compaction: Compaction | None = None
     window: int | None = None
     """The model's context window, when compaction is on."""
+    retry: RetryPolicy = DEFAULT_RETRY
+    """How a model call's transient failures are retried."""
 
     def tools(
         self,

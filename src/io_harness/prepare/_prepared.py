@@ -45,6 +45,8 @@ class PreparedRun:
     """Whether the run closes the MCP sessions at its end (the root; a sub-agent's are its
     root's, offered among its tools)."""
     resumed: bool = False
+    continued: bool = False
+    """A run that had stopped, continued: its first record numbers on from the stopped one's."""
     resumption: Resumption = field(default_factory=Resumption)
 
 

@@ -125,6 +125,7 @@ async def opened(harness: Harness, start: Start) -> AsyncIterator[RunKit]:
                 sessions=sessions,
                 compaction=_compaction(harness, start.role),
                 window=_window(harness, start.role, start.provider, start.prices),
+                retry=harness.retry,
             )
 
 

@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING
 
 from io_harness._preflight import check_prices
 from io_harness._queue._database import WAITING_LABEL
-from io_harness.errors import ConfigError, StorageError
+from io_harness.errors import ConfigError, ResumeError, StorageError
 from io_harness.loop._deferral import Resumption, stored_model
 from io_harness.loop._outcome import RunOutcome, RunResult
 from io_harness.loop._sandboxing import choose_sandbox
 from io_harness.policy._approval import ApprovalRequest, Decision
+from io_harness.prepare._continuing import More, continue_stored
 from io_harness.prepare._kit import RunKit
 from io_harness.prepare._prepared import PreparedRun
 from io_harness.prepare._reading import (
@@ -50,22 +51,36 @@ __all__ = ["awaiting", "decide_in_tree", "prepared_child", "prepared_stored", "s
 
 @asynccontextmanager
 async def prepared_stored(
-    harness: Harness, run_id: str, decision: Decision | None, replace_policy: bool
+    harness: Harness,
+    run_id: str,
+    decision: Decision | None,
+    replace_policy: bool,
+    more: More | None = None,
 ) -> AsyncIterator[PreparedRun | RunResult]:
     """The stored run ``run_id`` prepared to go on, under its lease; a finished run's result.
 
-    ``run_id`` is a tree's root (a sub-agent goes on as part of its tree).
+    ``run_id`` is a tree's root (a sub-agent goes on as part of its tree). With ``more``,
+    a run that stopped without success is continued under its budget and message.
     """
     store = harness.store
     with store.lease(run_id):
         stored = store.load_run(run_id)
         if WAITING_LABEL in stored.labels and store.restart_clock(run_id, WAITING_LABEL):
             stored = store.load_run(run_id)  # a queued run's first drive: its clock starts
+        continued = False
         if stored.status == "finished":
             if decision is not None:
                 raise ConfigError(f"run {run_id!r} has finished; it takes no decision")
-            yield RunResult.from_stored(stored)
-            return
+            if more is None:
+                yield RunResult.from_stored(stored)
+                return
+            stored = continue_stored(store, stored, more.budget, more.message)
+            continued = True
+        elif more is not None:
+            raise ResumeError(
+                f"run {run_id!r} has not stopped (it is {stored.status}): resume it as it is; "
+                "only a run that stopped without success is continued"
+            )
         if stored.status == "awaiting" and stored.pending is None:
             raise StorageError(f"run {run_id!r} is awaiting approval but holds no open request")
         start, resumption = await _checked(harness, stored, decision, replace_policy)
@@ -86,6 +101,7 @@ async def prepared_stored(
                 tree=tree,
                 resumed=True,
                 resumption=resumption,
+                continued=continued,
             )
 
 

@@ -47,6 +47,8 @@ __all__ = [
     "redact",
     "retry_after_seconds",
     "status_error",
+    "status_kind",
+    "stream_error_kind",
 ]
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
@@ -65,6 +67,24 @@ _OVERFLOW_MARKERS = (
     "too many tokens",
     "input is too long",
 )
+
+# What the ``code`` or ``type`` of an error sent inside a stream (OpenAI-family) means.
+_NAMED_KINDS: dict[str, ProviderErrorKind] = {
+    "rate_limit_exceeded": "rate_limited",
+    "rate_limit_error": "rate_limited",
+    "insufficient_quota": "bad_request",
+    "invalid_api_key": "auth",
+    "authentication_error": "auth",
+    "permission_error": "auth",
+    "invalid_request_error": "bad_request",
+    "not_found_error": "bad_request",
+    "model_not_found": "bad_request",
+    "server_error": "server",
+    "overloaded_error": "server",
+}
+
+_QUOTA_MARKER = "insufficient_quota"
+"""OpenAI's code for a 429 that is no rate limit: the account's quota is spent."""
 
 _SDK = TypeVar("_SDK")
 
@@ -235,11 +255,13 @@ def status_error(
 ) -> ProviderError:
     """The error an HTTP status and its message amount to.
 
-    429 is ``rate_limited`` (with ``Retry-After``), 401/403 ``auth``, 408
+    429 is ``rate_limited`` (with ``Retry-After``), but a 429 whose code says
+    the account's quota is spent (OpenAI's ``insufficient_quota``) is
+    ``bad_request``: waiting does not mend it; 401/403 are ``auth``, 408
     ``timeout``, 5xx and Anthropic's 529 ``server``; any status whose message
-    says the prompt is too long is ``context_overflow``; other 4xx, and a
-    redirect (never followed; the message names where it leads), are
-    ``bad_request``.
+    says the prompt is too long is ``context_overflow``; other 4xx (400, 404
+    for an unknown model, 422), and a redirect (never followed; the message
+    names where it leads), are ``bad_request``.
     """
     location = _location(headers) if 300 <= status < 400 else None
     if location is not None:
@@ -248,21 +270,47 @@ def status_error(
             f"so give the provider the URL it leads to as base_url ({message})"
         )
     message = _clip(redact(message, secrets))
-    kind: ProviderErrorKind
-    if is_context_overflow(message) and status in (400, 413, 422, 500):
-        kind = "context_overflow"
-    elif status == 429:
-        kind = "rate_limited"
-    elif status in (401, 403):
-        kind = "auth"
-    elif status == 408:
-        kind = "timeout"
-    elif status >= 500:
-        kind = "server"
-    else:
-        kind = "bad_request"
     retry_after = retry_after_seconds(headers) if headers is not None else None
-    return ProviderError(kind, message, status=status, retry_after=retry_after)
+    return ProviderError(
+        status_kind(status, message), message, status=status, retry_after=retry_after
+    )
+
+
+def status_kind(status: int, message: str) -> ProviderErrorKind:
+    """The kind of failure an HTTP ``status`` with ``message`` is (see :func:`status_error`)."""
+    if is_context_overflow(message) and status in (400, 413, 422, 500):
+        return "context_overflow"
+    if status == 429:
+        return "bad_request" if _QUOTA_MARKER in message.lower() else "rate_limited"
+    if status in (401, 403):
+        return "auth"
+    if status == 408:
+        return "timeout"
+    return "server" if status >= 500 else "bad_request"
+
+
+def stream_error_kind(body: object, message: str) -> ProviderErrorKind:
+    """The kind of an error a server sent inside a stream of an otherwise good answer.
+
+    Its ``code`` decides: an HTTP status (OpenRouter sends 401, 429, 502...)
+    as :func:`status_kind` reads one, else a named code or ``type``
+    (``rate_limit_exceeded``, ``invalid_api_key``...); what names neither is
+    ``server``. A message saying the prompt is too long is ``context_overflow``.
+    """
+    if is_context_overflow(message):
+        return "context_overflow"
+    error = body.get("error", body) if isinstance(body, Mapping) else None
+    if not isinstance(error, Mapping):
+        return "server"
+    code = error.get("code")
+    if isinstance(code, str) and code.isdigit():
+        code = int(code)
+    if isinstance(code, int) and not isinstance(code, bool) and 400 <= code < 600:
+        return status_kind(code, message)
+    for name in (code, error.get("type")):
+        if isinstance(name, str) and name.lower() in _NAMED_KINDS:
+            return _NAMED_KINDS[name.lower()]
+    return "server"
 
 
 def _location(headers: Mapping[str, str] | None) -> str:
@@ -361,8 +409,7 @@ def provider_error(exc: BaseException, *, secrets: Iterable[str | None] = ()) ->
     if isinstance(exc, loaded.api):
         # An error the server sent inside an otherwise good stream.
         message = body_message(exc.body if exc.body is not None else str(exc), secrets)
-        kind: ProviderErrorKind = "context_overflow" if is_context_overflow(message) else "server"
-        return ProviderError(kind, redact(message, secrets))
+        return ProviderError(stream_error_kind(exc.body, message), redact(message, secrets))
     if isinstance(exc, ValueError):  # JSON that does not parse, a field of the wrong shape
         return ProviderError(
             "bad_response", redact(f"the server's answer is malformed: {exc}", secrets)

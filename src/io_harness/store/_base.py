@@ -11,6 +11,7 @@ from typing import Literal
 
 from io_harness._urls import looks_like_connection_string, without_password
 from io_harness.errors import ConfigError
+from io_harness.messages import Message
 from io_harness.policy._approval import Decision
 from io_harness.store._memory import (
     DEFAULT_MEMORY_LIMITS,
@@ -20,6 +21,7 @@ from io_harness.store._memory import (
 )
 from io_harness.store._records import (
     ApprovalRow,
+    EventRow,
     McpEventRow,
     NewRun,
     RunSummary,
@@ -138,6 +140,17 @@ class Store(abc.ABC):
 
         A queued run carries such a label until it is first driven, so that its
         wall-time budget counts from then, not from its time in the queue.
+        """
+
+    @abc.abstractmethod
+    def continue_run(
+        self, run_id: str, contract_json: str, said: Message | None, event: EventRow
+    ) -> None:
+        """Make a run that stopped without success go on, under the run's lease, in one
+        transaction: running again under ``contract_json`` (its new budget), ``said`` a
+        user turn after its last step, ``event`` its continuation; outcome and end cleared.
+
+        A run that is not finished, or that succeeded, is a ResumeError.
         """
 
     @abc.abstractmethod

@@ -271,6 +271,9 @@ class StepRecord:
     extra_usage: Usage = field(default_factory=Usage)
     """Tokens of calls that are not the step's answer (a compaction pass): the run's totals
     count them, the step's row does not."""
+    numbered_on: bool = False
+    """The first record after a continuation: the stopped run's last record may have left
+    attempts and checks under this step, so this one's are numbered on from those."""
 
     @property
     def cost_micros(self) -> int:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from io_harness.errors import ResumeError, StorageError, run_already_stored
-from io_harness.messages import Usage
+from io_harness.messages import Message, Usage
 from io_harness.policy._approval import Decision
 from io_harness.store._approvals_sql import (
     APPROVAL_COLUMNS,
@@ -39,6 +39,7 @@ from io_harness.store._memory_sql import forget_key, memory_entries, remember_ke
 from io_harness.store._records import (
     ApprovalRow,
     CompactionRow,
+    EventRow,
     McpEventRow,
     NewRun,
     RunSummary,
@@ -54,6 +55,7 @@ from io_harness.store._step_sql import (
     insert_mcp_events,
     insert_messages,
     insert_tree_events,
+    reopen,
     write_step,
 )
 from io_harness.store._trace import (
@@ -183,6 +185,13 @@ class SqlStore(Store):
                 (time.time() if at is None else at, json.dumps(labels) if labels else None, run_id),
             )
             return True
+
+    def continue_run(
+        self, run_id: str, contract_json: str, said: Message | None, event: EventRow
+    ) -> None:
+        with self._transaction() as db:
+            self._fence(db, run_id)
+            reopen(db, run_id, contract_json, said, event)
 
     def commit_step(self, run_id: str, record: StepRecord) -> None:
         with self._transaction() as db:

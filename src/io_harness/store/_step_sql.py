@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from io_harness.errors import StorageError
+from io_harness.errors import ResumeError, StorageError
 from io_harness.messages import Message, Usage
 from io_harness.store._approvals_sql import (
     check_writer_may_commit,
@@ -32,6 +32,7 @@ __all__ = [
     "insert_messages",
     "insert_sandbox_events",
     "insert_tree_events",
+    "reopen",
     "usage_values",
     "write_step",
 ]
@@ -79,8 +80,23 @@ def write_step(db: SqlConnection, run_id: str, record: StepRecord) -> None:
         _finish(db, run_id, record.finish)
 
 
+def _stored_before(db: SqlConnection, table: str, column: str, run_id: str, step: int) -> int:
+    """The highest ``column`` of the step's rows in ``table`` already stored (0 if none)."""
+    (last,) = db.execute(
+        f"SELECT coalesce(max({column}), 0) FROM {table} WHERE run_id = ? AND step = ?",
+        (run_id, step),
+    ).fetchone()
+    return int(last)
+
+
 def _insert_attempts(db: SqlConnection, run_id: str, record: StepRecord) -> None:
-    """One ``provider_calls`` row for each attempt the step made."""
+    """One ``provider_calls`` row for each attempt the step made (numbered on from those
+    a stopped run left under the step, after a continuation)."""
+    before = (
+        _stored_before(db, "provider_calls", "attempt", run_id, record.step)
+        if record.numbered_on and record.attempts
+        else 0
+    )
     db.executemany(
         "INSERT INTO provider_calls (run_id, step, attempt, provider, model, started_at,"
         " latency, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
@@ -91,7 +107,7 @@ def _insert_attempts(db: SqlConnection, run_id: str, record: StepRecord) -> None
             (
                 run_id,
                 record.step,
-                a.attempt,
+                before + a.attempt,
                 a.provider,
                 a.model,
                 a.started_at,
@@ -112,6 +128,11 @@ def _insert_attempts(db: SqlConnection, run_id: str, record: StepRecord) -> None
 
 def _insert_verifications(db: SqlConnection, run_id: str, record: StepRecord) -> None:
     """One ``verifications`` row for each time the step ran the criterion, in order."""
+    before = (
+        _stored_before(db, "verifications", "seq", run_id, record.step)
+        if record.numbered_on and record.verifications
+        else 0
+    )
     db.executemany(
         "INSERT INTO verifications (run_id, step, seq, trigger, passed, criterion,"
         " summary, result, duration) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -127,7 +148,7 @@ def _insert_verifications(db: SqlConnection, run_id: str, record: StepRecord) ->
                 v.result_json,
                 v.duration,
             )
-            for seq, v in enumerate(record.verifications, start=1)
+            for seq, v in enumerate(record.verifications, start=before + 1)
         ],
     )
 
@@ -314,3 +335,28 @@ def _finish(db: SqlConnection, run_id: str, finish: Finish) -> None:
         "UPDATE runs SET status = 'finished', outcome = ?, finished_at = ?, error = ? WHERE id = ?",
         (finish.outcome, finish.finished_at, finish.error_json, run_id),
     )
+
+
+def reopen(
+    db: SqlConnection, run_id: str, contract_json: str, said: Message | None, event: EventRow
+) -> None:
+    """A run that stopped without success made to go on: running again, under the contract
+    ``contract_json`` (its new budget), with ``said`` as a user turn after its last step and
+    ``event`` (its continuation) stored; its outcome, end and error cleared."""
+    found = db.execute("SELECT status, outcome, steps FROM runs WHERE id = ?", (run_id,)).fetchone()
+    if found is None:
+        raise ResumeError(f"no run {run_id!r} in the store")
+    status, outcome, steps = found
+    if status != "finished" or outcome == "success":
+        raise ResumeError(
+            f"run {run_id!r} is {outcome or status}: only a run that stopped without success "
+            "can be continued"
+        )
+    db.execute(
+        "UPDATE runs SET status = 'running', outcome = NULL, finished_at = NULL, error = NULL,"
+        " contract = ? WHERE id = ?",
+        (contract_json, run_id),
+    )
+    if said is not None:
+        insert_messages(db, run_id, steps, [said])
+    insert_events(db, run_id, [event])
