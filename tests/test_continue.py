@@ -10,6 +10,7 @@ import json
 import signal
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from io_harness import (
     CompletionRequest,
     CompletionResponse,
     ConfigError,
+    Containment,
     Harness,
     ProviderError,
     ResumeError,
@@ -30,7 +32,7 @@ from io_harness import (
 from io_harness.cli import main
 from io_harness.testing import ScriptedProvider, call, reply
 from loopback import LoopbackServer, Reply
-from support import contract, write
+from support import USAGE, child, contract, goal_of, spawn, write
 from wire_openai import chat_stream, error_reply, usage
 
 
@@ -295,3 +297,35 @@ async def test_continuing_works_alike_on_each_store_and_refuses_while_another_dr
 
     assert done.outcome is RunOutcome.SUCCESS and done.steps == 3
     assert [s.step for s in store.trace(done.run_id).steps] == [1, 2, 3]
+
+
+async def test_a_continued_tree_root_stays_inside_its_trees_containment(root: Path) -> None:
+    scripts = {
+        "coordinate": [
+            reply("first", [spawn("write a", "a.txt")], USAGE),
+            reply("second", [spawn("write b", "b.txt")], USAGE),
+            reply("finishing", [write("root.txt")], USAGE),
+        ],
+        "write a": child("a.txt"),
+        "write b": child("b.txt"),
+    }
+
+    def answer(request: CompletionRequest) -> CompletionResponse:
+        goal = goal_of(request)
+        return scripts[goal][sum(m.role == "assistant" for m in request.messages)]
+
+    store = Store.memory()
+    harness = Harness(
+        ScriptedProvider(answer),
+        store=store,
+        containment=Containment(max_depth=1, max_total_agents=2),  # the root and one child
+    )
+    root_contract = partial(contract, goal="coordinate", file="root.txt")
+    stopped = await harness.run(root_contract(root, max_steps=1), run_id="root")
+    assert stopped.outcome is RunOutcome.STEP_CAP_REACHED
+
+    done = await harness.continue_run("root", budget=Budget(max_steps=5))
+
+    assert done.outcome is RunOutcome.SUCCESS
+    assert (root / "a.txt").exists() and not (root / "b.txt").exists()
+    assert [node.run.id for node in store.tree("root")] == ["root", "root.1"]
