@@ -159,6 +159,11 @@ if TYPE_CHECKING:
         ToolFailure,
         tool,
     )
+    from io_harness.tools._ask import (
+        Answerer,
+        Question,
+        StdinAnswerer,
+    )
     from io_harness.trees._containment import Containment
     from io_harness.verify import (
         AllOf,
@@ -258,6 +263,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "StdinApprover",
         "Verdict",
     ),
+    "io_harness.tools._ask": (
+        "Answerer",
+        "Question",
+        "StdinAnswerer",
+    ),
     "io_harness.pricing": (
         "Price",
         "PriceTable",
@@ -334,6 +344,7 @@ __all__ = [
     "NO_SANDBOX",
     "Act",
     "AllOf",
+    "Answerer",
     "Anthropic",
     "AnyOf",
     "ApprovalContext",
@@ -393,6 +404,7 @@ __all__ = [
     "ProviderErrorKind",
     "PytestPasses",
     "PythonCompiles",
+    "Question",
     "Record",
     "RefusedError",
     "Replay",
@@ -416,6 +428,7 @@ __all__ = [
     "SandboxEventTrace",
     "SandboxLimits",
     "SandboxOutcome",
+    "StdinAnswerer",
     "StdinApprover",
     "StepFinished",
     "StepTrace",

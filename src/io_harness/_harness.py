@@ -13,7 +13,7 @@ import copy
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict, TypeVar, Unpack
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from io_harness._mcp import McpServer, ServerSandbox, check_servers
 from io_harness._mcp._session import check_sandboxes
@@ -22,7 +22,9 @@ from io_harness._preflight import (
     check_provider,
     check_types,
     checked_labels,
+    checked_option,
     new_run_id,
+    roles_given,
     sync,
 )
 from io_harness._queue._database import WAITING_LABEL
@@ -41,6 +43,7 @@ from io_harness.observe import Observer
 from io_harness.policy._approval import Approver, Decision
 from io_harness.policy._policy import Policy
 from io_harness.prepare import decide_in_tree, drive, prepared_new, prepared_stored
+from io_harness.prepare._answers import with_answer
 from io_harness.prepare._continuing import More, continued
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider
@@ -48,6 +51,7 @@ from io_harness.roles import Roles
 from io_harness.sandbox import SandboxConfig
 from io_harness.store import Store
 from io_harness.store._records import RunSummary
+from io_harness.tools._ask import Answerer, checked_asking
 from io_harness.tools._caller import Tool, Toolbox
 from io_harness.tools._skills import discover_skills
 from io_harness.trees import Containment
@@ -75,6 +79,8 @@ class HarnessOptions(TypedDict, total=False):
     roles: Roles | str | Path | None
     compaction: Compaction | None
     retry: RetryPolicy | None
+    ask: bool
+    answerer: Answerer | None
 
 
 class Harness:
@@ -123,6 +129,8 @@ class Harness:
       model call's transient failures (refused connections, timeouts, 429,
       5xx, overloaded) are tried again; two minutes by default (see
       ``docs/runs.md#retries``).
+    - ``ask``: offer ``ask_user``, a question that waits ``AWAITING_ANSWER`` for
+      ``resume(answer=)``; an ``answerer`` may answer at once (``docs/asking.md``).
 
     An option of the wrong type, a bad tool or a skills folder that does not
     load is a :class:`ConfigError` raised here; what depends on a contract
@@ -148,6 +156,8 @@ class Harness:
         roles: Roles | str | Path | None = None,
         compaction: Compaction | None = None,
         retry: RetryPolicy | None = None,
+        ask: bool = False,
+        answerer: Answerer | None = None,
     ) -> None:
         check_provider(provider)
         check_types(store=store, policy=policy, approver=approver, prices=prices)
@@ -172,14 +182,15 @@ class Harness:
         if self.skills is not None:
             discover_skills((self.skills,))  # a bad folder is said now; each run reads it again
         self.memory = memory
+        self.ask, self.answerer = checked_asking(ask, answerer)
         if isinstance(mcp, McpServer | str | Mapping):
             raise ConfigError(f"mcp must be a list of McpServer, not {type(mcp).__name__}")
         self.mcp: tuple[McpServer, ...] = tuple(mcp) if mcp is not None else ()
         check_servers(self.mcp)
-        self.containment = _checked(containment, Containment, "containment")
-        self.roles = _roles(roles)
-        self.compaction = _checked(compaction, Compaction, "compaction")
-        retry = _checked(retry, RetryPolicy, "retry")
+        self.containment = checked_option(containment, Containment, "containment")
+        self.roles = roles_given(roles)
+        self.compaction = checked_option(compaction, Compaction, "compaction")
+        retry = checked_option(retry, RetryPolicy, "retry")
         self.retry = retry if retry is not None else DEFAULT_RETRY
         if not isinstance(sandbox, SandboxConfig) and sandbox is not DEFAULT_SANDBOX:
             # NO_SANDBOX, or a Sandbox of the caller's: known now, not only at the run.
@@ -230,6 +241,7 @@ class Harness:
         *,
         decision: Decision | None = None,
         replace_policy: bool = False,
+        answer: str | None = None,
     ) -> RunResult:
         """Continue a run from its last committed step, with the same conversation.
 
@@ -250,11 +262,12 @@ class Harness:
         ``decision`` decides it (so does a decision stored earlier with ``ioh
         approve``, or else the approver is asked); it is performed once, and
         the rest of its step and the run follow.
+        A run ``AWAITING_ANSWER`` continues with ``answer``, its ``ask_user`` call's
+        result (one outside its choices, or to a run awaiting none, is a ConfigError).
         """
         if not isinstance(run_id, str) or not run_id:
             raise ConfigError(f"run_id must be a non-empty string, not {run_id!r}")
-        if decision is not None and not isinstance(decision, Decision):
-            raise ConfigError(f"decision must be a Decision, not {type(decision).__name__}")
+        decision = with_answer(decision, answer, "resume()")
         store = self.store
         place = store.load_run(run_id).tree
         if place is not None and place.root_id != run_id:
@@ -295,10 +308,17 @@ class Harness:
         return sync(self.run(contract, run_id=run_id, labels=labels))
 
     def resume_sync(
-        self, run_id: str, *, decision: Decision | None = None, replace_policy: bool = False
+        self,
+        run_id: str,
+        *,
+        decision: Decision | None = None,
+        replace_policy: bool = False,
+        answer: str | None = None,
     ) -> RunResult:
         """:meth:`resume` for callers without an event loop."""
-        return sync(self.resume(run_id, decision=decision, replace_policy=replace_policy))
+        return sync(
+            self.resume(run_id, decision=decision, replace_policy=replace_policy, answer=answer)
+        )
 
     # -- the queue (a PostgreSQL store) ------------------------------------------------
 
@@ -340,11 +360,13 @@ class Harness:
             ) from None
         return run_id
 
-    async def requeue(self, run_id: str, *, decision: Decision | None = None) -> None:
+    async def requeue(
+        self, run_id: str, *, decision: Decision | None = None, answer: str | None = None
+    ) -> None:
         """Queue a stored run again for the workers, its tree's root when it is a sub-agent.
 
-        ``decision`` decides the act the run (or an agent of its tree) awaits,
-        stored first; without one, a decision stored earlier (``ioh approve
+        ``decision`` decides the act the run (or an agent of its tree) awaits (``answer``
+        its question), stored first; without one, a decision stored earlier (``ioh approve
         --no-resume``, :meth:`Store.decide`) is performed, and a run that
         awaits none is simply driven on from its last committed step. A
         queued job is harmless if the run is driven or finished already.
@@ -353,6 +375,7 @@ class Harness:
 
         if not isinstance(run_id, str) or not run_id:
             raise ConfigError(f"run_id must be a non-empty string, not {run_id!r}")
+        decision = with_answer(decision, answer, "requeue()")
         await requeue_run(self.store, run_id, decision)
 
     async def work(
@@ -413,25 +436,6 @@ class Harness:
         return twin
 
 
-T = TypeVar("T")
-
-
-def _checked(value: T | None, kind: type[T], name: str) -> T | None:
-    """``value`` when it is a ``kind`` (or ``None``); a ConfigError naming ``name`` otherwise."""
-    if value is not None and not isinstance(value, kind):
-        raise ConfigError(f"{name} must be a {kind.__name__}, not {type(value).__name__}")
-    return value
-
-
-def _roles(roles: Roles | str | Path | None) -> Roles | None:
-    """The roles a harness is given: loaded from a roles file's path, or as they are."""
-    if isinstance(roles, str | Path):
-        return Roles.from_toml(roles)
-    if roles is not None and not isinstance(roles, Roles):
-        raise ConfigError(f"roles must be a Roles or a roles file, not {type(roles).__name__}")
-    return roles
-
-
 # -- the module-level conveniences -------------------------------------------------
 
 
@@ -453,6 +457,7 @@ async def resume(
     *,
     decision: Decision | None = None,
     replace_policy: bool = False,
+    answer: str | None = None,
     **options: Unpack[HarnessOptions],
 ) -> RunResult:
     """``Harness(provider, **options).resume(run_id, ...)``; ``store=`` is required here.
@@ -462,7 +467,9 @@ async def resume(
     if options.get("store") is None:
         raise ConfigError("resume needs the store the run is in (store=...)")
     harness = Harness(provider, **options)
-    return await harness.resume(run_id, decision=decision, replace_policy=replace_policy)
+    return await harness.resume(
+        run_id, decision=decision, replace_policy=replace_policy, answer=answer
+    )
 
 
 def run_sync(

@@ -26,6 +26,7 @@ from io_harness.policy._policy import Policy
 from io_harness.policy._rules import Act, Effect, Verdict, normalise_target
 from io_harness.pricing import PriceTable
 from io_harness.providers import Provider, members_of
+from io_harness.roles import Roles
 from io_harness.store import Store
 from io_harness.tools._caller import Toolbox
 
@@ -39,8 +40,10 @@ __all__ = [
     "check_provider",
     "check_types",
     "checked_labels",
+    "checked_option",
     "mcp_start_refusal",
     "new_run_id",
+    "roles_given",
     "sync",
 ]
 
@@ -254,3 +257,19 @@ def check_new_run_id(store: Store, run_id: str) -> None:
     except ResumeError:
         return
     raise run_already_stored(run_id)
+
+
+def checked_option(value: T | None, kind: type[T], name: str) -> T | None:
+    """``value`` when it is a ``kind`` (or ``None``); a ConfigError naming ``name`` otherwise."""
+    if value is not None and not isinstance(value, kind):
+        raise ConfigError(f"{name} must be a {kind.__name__}, not {type(value).__name__}")
+    return value
+
+
+def roles_given(roles: Roles | str | Path | None) -> Roles | None:
+    """The roles a harness is given: loaded from a roles file's path, or as they are."""
+    if isinstance(roles, str | Path):
+        return Roles.from_toml(roles)
+    if roles is not None and not isinstance(roles, Roles):
+        raise ConfigError(f"roles must be a Roles or a roles file, not {type(roles).__name__}")
+    return roles

@@ -24,7 +24,7 @@ from io_harness.verify import Criterion, Mode, Subject
 
 __all__ = ["OPTIONAL_TOOLS", "Budget", "TaskContract"]
 
-OPTIONAL_TOOLS = ("exec",)
+OPTIONAL_TOOLS = ("exec", "ask_user")
 """Tools a workspace contract may add to the file tools, by name."""
 
 
@@ -84,7 +84,8 @@ class TaskContract(BaseModel):
     constraints: tuple[str, ...] = ()
     budget: Budget = Field(default_factory=Budget)
     tools: tuple[str, ...] = ()
-    """Optional tools the run offers besides the file tools (workspace mode): ``"exec"``."""
+    """Optional tools the run offers besides the file tools (workspace mode): ``"exec"``,
+    ``"ask_user"`` (the model may ask the person a question, see ``docs/asking.md``)."""
     skills: Path | None = None
     """A folder of skills the agent may read (``read_skill``); see ``docs/skills.md``."""
     role: str | None = None

@@ -244,12 +244,13 @@ class RunStopped(_Event):
     """The loop let go of a run that did not finish (told, never stored).
 
     ``awaiting_approval``: it waits for a decision, on an act of its own or
-    of a sub-agent's; ``error``: an exception ended the drive (``error``
-    names it). A finished run says :class:`RunFinished` instead.
+    of a sub-agent's; ``awaiting_answer``: for the answer to a question; ``error``: an
+    exception ended the drive (``error`` names it). A finished run says
+    :class:`RunFinished` instead.
     """
 
     kind: Literal["run_stopped"] = "run_stopped"
-    reason: Literal["awaiting_approval", "error"]
+    reason: Literal["awaiting_approval", "awaiting_answer", "error"]
     error: str | None = None
     at: float
     """When the loop let go, Unix time."""

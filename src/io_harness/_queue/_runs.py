@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from io_harness._queue._database import QUEUE_LABEL, put, queue_url
 from io_harness.errors import ConfigError
-from io_harness.policy._approval import Decision
+from io_harness.policy._approval import ApprovalRequest, Decision
+from io_harness.prepare._answers import check_fits
 from io_harness.store import RunSummary, Store
 
 __all__ = ["decide_awaited", "is_queued", "requeue_run", "summary_of"]
@@ -28,6 +29,8 @@ def decide_awaited(store: Store, root_id: str, decision: Decision) -> None:
     for agent in agents:
         waiting = [row for row in store.approvals(agent) if row.status == "pending"]
         if waiting:
+            request = ApprovalRequest.model_validate_json(waiting[0].request_json)
+            check_fits(agent, request, decided)
             store.decide(waiting[0].id, decided)
             return
     raise ConfigError(f"run {root_id!r} and its sub-agents await no decision; it takes none")

@@ -130,7 +130,15 @@ def _when(epoch: float) -> str:
 def _tone(state: str) -> str:
     if state in {"success", "done", "approved"}:
         return "ok"
-    if state in {"running", "awaiting", "awaiting_approval", "pending", "decided", "performing"}:
+    if state in {
+        "running",
+        "awaiting",
+        "awaiting_approval",
+        "awaiting_answer",
+        "pending",
+        "decided",
+        "performing",
+    }:
         return "wait"
     if state in {"finished"}:
         return "plain"

@@ -29,7 +29,9 @@ def outcome_style(outcome: str | None, status: str = "running") -> str:
     """A run's outcome in its colour, or its status while it has none."""
     if outcome is None:
         return f"[yellow]{escape(status)}[/]"
-    colour = {"success": "green", "awaiting_approval": "yellow"}.get(outcome, "red")
+    colour = {"success": "green", "awaiting_approval": "yellow", "awaiting_answer": "yellow"}.get(
+        outcome, "red"
+    )
     return f"[{colour}]{escape(outcome)}[/]"
 
 

@@ -20,6 +20,7 @@ from io_harness._harness import Harness
 from io_harness._queue._runs import is_queued
 from io_harness._terminal import escaped_json
 from io_harness.cli import EXIT_AWAITING, EXIT_NOT_VERIFIED, store_missing
+from io_harness.cli._answer import answerer_for
 from io_harness.cli._launch import (
     launch_labels,
     mcp_label,
@@ -128,7 +129,7 @@ def _finish(
 ) -> int:
     """The run's closing lines (its spend in its currency) and ``ioh``'s exit status."""
     say(console, render_result(result, _store_hint(args), _money(store, result.run_id, prices)))
-    if result.outcome is RunOutcome.AWAITING_APPROVAL:
+    if result.outcome.awaits:
         return EXIT_AWAITING
     return 0 if result.succeeded else EXIT_NOT_VERIFIED
 
@@ -178,6 +179,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
                 memory=args.memory,
                 mcp=servers,
                 roles=roles,
+                ask=args.ask,
+                answerer=answerer_for(),
             ).run(contract, run_id=args.run_id, labels=labels),
             approver,
             _store_hint(args),
@@ -232,6 +235,7 @@ def _resume(
             approver=approver,
             policy=policy,
             sandbox=sandbox,
+            answerer=answerer_for(),
             mcp=stored_mcp(store, args.run_id),
             roles=stored_roles(store, args.run_id),
         )
@@ -348,7 +352,7 @@ _AWAITING = RunOutcome.AWAITING_APPROVAL
 _SHOWN_STATUSES = ("running", "interrupted", "awaiting")
 """Statuses ``ioh`` shows of a stored ``running`` run (by whether anyone drives it) too."""
 _STATUSES = (*_SHOWN_STATUSES, "finished")
-_NOT_VERIFIED = tuple(o.value for o in RunOutcome if o not in (RunOutcome.SUCCESS, _AWAITING))
+_NOT_VERIFIED = tuple(o.value for o in RunOutcome if o is not RunOutcome.SUCCESS and not o.awaits)
 _STATUS_WORDS = {
     **{word: (word,) for word in _STATUSES},
     "success": ("success",),
@@ -356,6 +360,7 @@ _STATUS_WORDS = {
     "not_verified": _NOT_VERIFIED,
     **{word: (word,) for word in _NOT_VERIFIED},
     _AWAITING.value: ("awaiting",),
+    RunOutcome.AWAITING_ANSWER.value: ("awaiting",),
 }
 """What each ``--status`` word matches: statuses, or outcomes of finished runs."""
 

@@ -87,9 +87,10 @@ class LiveReport:
             name = escape(event.name, one_line=True)
             self._lines.append(f"  {mark} {name} -> {one_line(event.result, 70)}")
         elif isinstance(event, AwaitingApproval):
+            waits = "an answer" if event.act == "ask" else "a decision"
             self._lines.append(
                 f"  [yellow]deferred[/] {escape(event.act)} {escape(event.target, one_line=True)} "
-                f"({escape(event.tool, one_line=True)}): waiting for a decision"
+                f"({escape(event.tool, one_line=True)}): waiting for {waits}"
             )
             # The step is not committed: it has a heading of its own, the number ioh pending
             # gives it, not the lines of the step before.

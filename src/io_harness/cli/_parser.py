@@ -82,6 +82,11 @@ def _add_run_commands(commands: Any) -> None:
         action="store_true",
         help="let the agent remember notes for later runs in the same workspace (ioh memory)",
     )
+    sub.add_argument(
+        "--ask",
+        action="store_true",
+        help="offer ask_user: questions asked at a terminal, else answered by ioh answer",
+    )
     _with_sandbox(sub)
     sub.set_defaults(handler="_commands:cmd_run")
 
@@ -143,6 +148,7 @@ def _add_permission_commands(commands: Any) -> None:
             help="the request you reviewed (ioh pending); refused if the run awaits another",
         )
         sub.set_defaults(handler="_commands:cmd_decide", verdict=verb)
+    _add_answer_command(commands)
 
     policy = commands.add_parser("policy", help="show a policy or explain its verdict")
     policy_commands = policy.add_subparsers(dest="policy_command", required=True, metavar="WHAT")
@@ -156,6 +162,19 @@ def _add_permission_commands(commands: Any) -> None:
     sub.add_argument("file", type=_path, help="a contract or policy file with [policy]")
     _with_provider_layer(sub)
     sub.set_defaults(handler="_permissions:cmd_policy_show")
+
+
+def _add_answer_command(commands: Any) -> None:
+    """``ioh answer RUN_ID TEXT``."""
+    said = "answer the question a run asked (ask_user), then resume the run"
+    sub = _with_store(commands.add_parser("answer", help=said, description=f"{said}."))
+    sub.add_argument("run_id", help="the run, or any agent of its sub-agent tree")
+    sub.add_argument("text", help="the answer (one of the choices, when the question gave some)")
+    _with_provider(sub, required=False, default=STORED)
+    sub.add_argument("--no-resume", action="store_true", help="store the answer only")
+    _with_approver(sub)
+    _with_sandbox(sub)
+    sub.set_defaults(handler="_answer:cmd_answer")
 
 
 def _add_memory_commands(commands: Any) -> None:

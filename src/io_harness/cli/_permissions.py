@@ -33,6 +33,7 @@ from io_harness.policy import (
     StdinApprover,
 )
 from io_harness.policy._approvers import ApproveAll, exact_rule
+from io_harness.prepare._answers import check_fits
 from io_harness.store import Store
 from io_harness.store._records import ApprovalRow, TreePlace
 
@@ -195,6 +196,7 @@ def _decide(
         decision = Decision.approve(remember=rules, by=by)
     else:
         decision = Decision.deny(reason or "denied by the operator", by=by)
+    check_fits(row.run_id, request, decision)  # a question is answered (ioh answer), or denied
     store.decide(row.id, decision)
     return request, decision
 
@@ -221,6 +223,8 @@ def render_pending(
             if verdict.rule is not None
             else f"the default for {request.act.value}"
         )
+        if request.question is not None:
+            why = "the agent (a question)"
         state = {
             "decided": " (decided; resume performs it)",
             "performing": " (was being performed when the run stopped; resume reports it)",
@@ -235,11 +239,16 @@ def render_pending(
                 f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(row.created_at))}"
             )
         )
+        if request.choices:
+            parts.append(Text(f"  choices: {shown_argv(request.choices)}"))
         if request.argv is not None:
             parts.append(Text(f"  command: {shown_argv(request.argv)}"))
         if request.diff:
             parts.append(Syntax(shown(request.diff.rstrip()), "diff", theme="ansi_dark"))
-        if row.status == "pending":
+        if row.status == "pending" and request.question is not None:
+            target = shown(shlex.quote(root))
+            parts.append(Text(f"  answer: ioh answer {target} TEXT{shown(hint)}"))
+        elif row.status == "pending":
             target = shown(shlex.quote(root) + hint)
             parts.append(
                 Text(

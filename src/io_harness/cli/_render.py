@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from rich.console import RenderableType
 
+from io_harness.cli._answer import asked_line
 from io_harness.cli._brief import count, outcome_style
 from io_harness.cli._text import Hanging, escape, shown
 from io_harness.loop import RunOutcome, RunResult
@@ -71,7 +72,9 @@ def render_result(result: RunResult, store_hint: str, money: Money | None = None
         lines.append("[yellow]commands ran without a sandbox[/]")
     elif result.sandbox is not None:
         lines.append(f"commands ran in the sandbox: {escape(result.sandbox)}")
-    if result.request is not None:
+    if result.request is not None and result.request.question is not None:
+        lines.append(asked_line(result.request, result.run_id, store_hint))
+    elif result.request is not None:
         run_id = escape(shlex.quote(result.run_id)) + escape(store_hint)
         lines.append(
             f"[yellow]awaiting approval:[/] {escape(result.request.describe(), one_line=True)}\n"
@@ -98,7 +101,7 @@ _MORE = {
 def _going_on(result: RunResult) -> str | None:
     """The arguments ``ioh resume`` continues a stopped run with ("" for none); ``None`` for
     a run that succeeded or has not stopped."""
-    if result.outcome in (RunOutcome.SUCCESS, RunOutcome.AWAITING_APPROVAL):
+    if result.outcome is RunOutcome.SUCCESS or result.outcome.awaits:
         return None
     return _MORE.get(result.outcome, "") + " [--say TEXT]"
 

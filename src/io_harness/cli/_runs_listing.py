@@ -27,6 +27,7 @@ _COLOURS = {
     "running": "yellow",
     "awaiting": "yellow",
     "awaiting_approval": "yellow",
+    "awaiting_answer": "yellow",
 }
 
 

@@ -160,6 +160,7 @@ def _row_lines(step: TraceStep, currency: str, whole: str) -> list[str]:
     one with the end of its output) and cap hits."""
     lines = [_attempt_line(attempt, step, currency) for attempt in step.attempts]
     lines.extend(_permission_lines(step.every_permission))
+    lines.extend(_question_lines(step))
     for call in step.calls:
         row = call.row
         mark = "[red]error[/]" if row.is_error else "[green]ok[/]"
@@ -176,6 +177,26 @@ def _row_lines(step: TraceStep, currency: str, whole: str) -> list[str]:
     for check in step.verifications:
         lines.extend(_check_lines(check, whole))
     lines.extend(cap_lines(step.every_sandbox_event))
+    return lines
+
+
+def _question_lines(step: TraceStep) -> list[str]:
+    """The questions the model asked in the step (``ask_user``) and what answered them."""
+    lines = []
+    every = [*step.approvals, *(a for call in step.calls for a in call.approvals)]
+    for approval in every:
+        question = approval.request.question
+        if question is None:
+            continue
+        decision = approval.decision
+        if decision is None:
+            said = "[yellow]awaits an answer[/]"
+        elif decision.kind == "answer":
+            said = f"answered by {escape(decision.by or 'nobody', one_line=True)}: "
+            said += one_line(decision.answer or "", 70)
+        else:
+            said = f"not answered ({escape(decision.reason, one_line=True)})"
+        lines.append(f"  [dim]asked[/] {one_line(question, 70)} -> {said}")
     return lines
 
 

@@ -89,9 +89,11 @@ def render_tree(
             f"ioh resume {root}{hint} performs it",
             "performing": f"{row.run_id}: {request.describe()} was being performed when the "
             f"tree stopped; ioh resume {root}{hint} reports it",
-        }.get(row.status, f"{row.run_id} awaits approval: {request.describe()}")
+        }.get(row.status, f"{row.run_id} awaits {_awaits(request)}: {request.describe()}")
         lines.append(Text(shown(said, one_line=True), style="yellow"))
-    if any(row.status == "pending" for row in awaited):
+    if any(_asks(row) for row in awaited):
+        lines.append(Text(f"answer: ioh answer {shown(root)} TEXT{shown(hint)}"))
+    if any(row.status == "pending" and not _asks(row) for row in awaited):
         target = shown(root + hint)
         lines.append(
             Text(
@@ -217,3 +219,13 @@ def _style(index: int, cell: str) -> str:
 
 def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(0, width - 1)].rstrip() + "…"
+
+
+def _awaits(request: ApprovalRequest) -> str:
+    return "an answer" if request.question is not None else "approval"
+
+
+def _asks(row: ApprovalRow) -> bool:
+    """Whether ``row`` is a question nobody has answered yet."""
+    request = ApprovalRequest.model_validate_json(row.request_json)
+    return row.status == "pending" and request.question is not None

@@ -15,7 +15,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from io_harness.loop._asking import ask
 from io_harness.loop._checking import verify
+from io_harness.loop._deferral import awaiting_outcome
 from io_harness.loop._effects import acts_on_the_world, intent_for, taken_effect
 from io_harness.loop._outcome import RunOutcome
 from io_harness.loop._progress import DoneCall, StepProgress
@@ -24,6 +26,7 @@ from io_harness.loop._state import StepContext
 from io_harness.messages import Message, ToolCall, storable
 from io_harness.observe import StepFinished, ToolCalled, ToolStarted, Trigger
 from io_harness.policy._approval import ApprovalRequest
+from io_harness.tools._ask import ASK_USER
 from io_harness.tools._base import ToolContext, ToolOutcome
 from io_harness.tools._gated import Deferral, ResumePoint
 
@@ -63,7 +66,7 @@ async def act(
         )
         if isinstance(done, Deferral):
             if await _children_paused(engine, progress):
-                return RunOutcome.AWAITING_APPROVAL
+                return _paused(engine)
             progress.cleared = list(done.cleared)
             return engine.deferrals.defer(ctx.record, ctx.events, progress, done.request)
         ctx.record.sandbox_events.extend(event_rows(call.id, done.events))
@@ -71,8 +74,14 @@ async def act(
         resume_at, progress.cleared = None, []
         ctx.events.append(_done(engine, ctx, call, done, progress, begun))
     if await _children_paused(engine, progress):
-        return RunOutcome.AWAITING_APPROVAL
+        return _paused(engine)
     return await _close(engine, ctx, progress)
+
+
+def _paused(engine: Engine) -> RunOutcome:
+    """The outcome of an agent paused by a sub-agent's request (an act or a question)."""
+    assert engine.deferrals.awaiting is not None
+    return awaiting_outcome(engine.deferrals.awaiting)
 
 
 def _done(
@@ -177,6 +186,8 @@ async def _call(
     refused = _refusal(engine, ctx, call.name)
     if refused is not None:
         return refused
+    if call.name == ASK_USER and ASK_USER in engine.toolbox.names:
+        return await ask(engine, ctx.step, call, resume_at)
     marks: list[Callable[[], None]] = []
     if resume_at is not None:
         marks.append(engine.deferrals.mark_performing(engine.kit.store, resume_at.request))

@@ -20,7 +20,7 @@ from io_harness.store._records import ApprovalRow, StepRecord
 from io_harness.tools._base import ToolOutcome
 from io_harness.tools._gated import ResumePoint
 
-__all__ = ["Deferrals", "Resumption", "stored_model"]
+__all__ = ["Deferrals", "Resumption", "awaiting_outcome", "stored_model"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -51,6 +51,8 @@ class Deferrals:
         self.resuming: tuple[ApprovalRequest, ApprovalRow] | None = None
         self.awaiting: ApprovalRequest | None = None
         self.interrupted = False
+        self.answer: Decision | None = None
+        """What answered the question being resumed (``ask_user``), for its approval row."""
 
     def start(
         self, record: StepRecord, deferred: ApprovalRow, decision: Decision | None
@@ -115,6 +117,8 @@ class Deferrals:
         request, row = self.resuming
         self.resuming = None
         decided = self.gate.decision_on(request.call_id, request.act, request.target)
+        if request.question is not None:
+            decided, self.answer = self.answer, None
         if self.interrupted and row.decision_json is not None:
             decided = stored_model(Decision, row.decision_json, "a decision", self.run_id)
         if decided is None:
@@ -173,11 +177,18 @@ class Deferrals:
                 run_id=self.run_id,
                 step=record.step,
                 request_id=request.id,
-                act=request.act.value,
-                target=request.target,
+                act="ask" if request.question is not None else request.act.value,
+                target=request.question if request.question is not None else request.target,
                 tool=request.tool,
                 rule=str(request.verdict.rule) if request.verdict.rule else None,
                 layer=request.verdict.layer,
             )
         )
-        return RunOutcome.AWAITING_APPROVAL
+        return awaiting_outcome(request)
+
+
+def awaiting_outcome(request: ApprovalRequest) -> RunOutcome:
+    """What a run stopped for ``request`` awaits: an answer to a question, or a decision."""
+    if request.question is not None:
+        return RunOutcome.AWAITING_ANSWER
+    return RunOutcome.AWAITING_APPROVAL

@@ -113,12 +113,12 @@ class Engine:
         finally:
             if self.node is not None:
                 self.node.abandon()
-        if result.outcome is RunOutcome.AWAITING_APPROVAL:
-            await self._stopped("awaiting_approval")
+        if result.outcome.awaits:
+            await self._stopped(result.outcome.value)  # type: ignore[arg-type]
         return result
 
     async def _stopped(
-        self, reason: Literal["awaiting_approval", "error"], error: str = ""
+        self, reason: Literal["awaiting_approval", "awaiting_answer", "error"], error: str = ""
     ) -> None:
         """Tell the observer the loop let go of the run without finishing it."""
         if self.kit.observer is not None:
@@ -199,7 +199,7 @@ class Engine:
         unchecked = self.state.check_pending and outcome not in _NO_LATE_CHECK
         if unchecked and await verify(self, ctx, "resumed"):
             outcome = RunOutcome.SUCCESS
-        if outcome is not None and outcome is not RunOutcome.AWAITING_APPROVAL:
+        if outcome is not None and not outcome.awaits:
             ctx.events.append(self._finish(ctx.record, outcome))
         return outcome
 
@@ -285,5 +285,10 @@ class Engine:
         await emit(self.kit.observer, events)
 
 
-_NO_LATE_CHECK = (None, RunOutcome.SUCCESS, RunOutcome.AWAITING_APPROVAL)
+_NO_LATE_CHECK = (
+    None,
+    RunOutcome.SUCCESS,
+    RunOutcome.AWAITING_APPROVAL,
+    RunOutcome.AWAITING_ANSWER,
+)
 """Outcomes after which a resumed run's pending check is not made at the end."""

@@ -32,6 +32,14 @@ class RunOutcome(enum.StrEnum):
     """The conversation does not fit the model's context window, even compacted."""
     AWAITING_APPROVAL = "awaiting_approval"
     """Not an end: an approver deferred an act; ``resume`` with a decision continues."""
+    AWAITING_ANSWER = "awaiting_answer"
+    """Not an end: the model asked the person a question (``ask_user``); ``resume`` with
+    ``answer=`` continues, the answer the question's result."""
+
+    @property
+    def awaits(self) -> bool:
+        """Whether the run is paused (for a decision or an answer), not ended."""
+        return self in (RunOutcome.AWAITING_APPROVAL, RunOutcome.AWAITING_ANSWER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +62,8 @@ class RunResult:
     unpriced_calls: int = 0
     """Answered model calls whose model had no price: spend not in ``cost_micros``."""
     request: ApprovalRequest | None = None
-    """The deferred act an ``AWAITING_APPROVAL`` run waits on."""
+    """The deferred act an ``AWAITING_APPROVAL`` run waits on (the question, for
+    ``AWAITING_ANSWER``: ``request.question``, ``request.choices``)."""
     remembered: tuple[Rule, ...] = ()
     """The rules approvers asked the run to remember, oldest first."""
     sandbox: str | None = None

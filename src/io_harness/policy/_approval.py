@@ -35,10 +35,17 @@ class ApprovalRequest(BaseModel):
     argv: tuple[str, ...] | None = None
     diff: str | None = None
     verdict: Verdict
+    question: str | None = None
+    """Set when the request is the model's question to the person (``ask_user``): what it
+    asks. Its decision is an answer (:meth:`Decision.answered`), not an approval."""
+    choices: tuple[str, ...] | None = None
+    """The answers a question allows, when the model gave a list."""
 
     def describe(self) -> str:
         """The act and target in one line, e.g. ``write src/app.py (write_file)``; a command's
         argv as a shell would read it back, so an argument with a space is one argument."""
+        if self.question is not None:
+            return f"question {self.question!r} ({self.tool})"
         shown = shlex.join(self.argv) if self.argv else self.target
         return f"{self.act.value} {shown} ({self.tool})"
 
@@ -72,11 +79,13 @@ class Decision(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: Literal["approve", "deny", "defer"]
+    kind: Literal["approve", "deny", "defer", "answer"]
     modified: dict[str, Any] | None = None
     remember: tuple[Rule, ...] = ()
     reason: str = ""
     by: str = ""
+    answer: str | None = None
+    """The person's answer to a question (``kind="answer"``), as the model reads it."""
 
     @classmethod
     def approve(
@@ -104,6 +113,11 @@ class Decision(BaseModel):
     def deny(cls, reason: str, *, by: str = "") -> Decision:
         """Refuse the act; ``reason`` reaches the model with the refusal."""
         return cls(kind="deny", reason=reason, by=by)
+
+    @classmethod
+    def answered(cls, text: str, *, by: str = "") -> Decision:
+        """Answer a question the model asked (``ask_user``); ``text`` is the tool's result."""
+        return cls(kind="answer", answer=text, by=by)
 
     @classmethod
     def defer(cls) -> Decision:

@@ -29,6 +29,7 @@ from io_harness.roles import Role, RunRole
 from io_harness.store import Store
 from io_harness.store._records import NewRun
 from io_harness.tools import RunTools
+from io_harness.tools._ask import ASK_USER, Answerer
 from io_harness.tools._caller import Toolbox
 from io_harness.tools._memory import memory_notes
 from io_harness.tools._skills import Skill
@@ -58,6 +59,10 @@ class RunKit:
     """The model's context window, when compaction is on."""
     retry: RetryPolicy = DEFAULT_RETRY
     """How a model call's transient failures are retried."""
+    answerer: Answerer | None = None
+    """Who answers the model's questions at once (``ask_user``), if anyone."""
+    ask: bool = False
+    """Whether the run offers ``ask_user`` (the harness's ``ask=``, as its setup stores it)."""
 
     def tools(
         self,
@@ -83,6 +88,7 @@ class RunKit:
             memory=self.store if self.memory else None,
             mcp=self.sessions,
             spawn=node.tool() if node is not None else None,
+            ask=self.ask or ASK_USER in contract.tools,
             sweep=sweep,
             private=self.store.files(),
         )

@@ -105,6 +105,7 @@ async def _checked(
     sandbox = await contained(servers, contract, gate, chosen)
     caller = harness._tools_now()
     setup = RunSetup.of(caller, folders, skills, harness.memory, servers, provider)
+    setup = setup.model_copy(update={"ask": harness.ask})
     start = Start(
         contract,
         role,

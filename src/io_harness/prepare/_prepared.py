@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from io_harness.contract import TaskContract
 from io_harness.loop._deferral import Resumption
-from io_harness.loop._outcome import RunOutcome, RunResult
+from io_harness.loop._outcome import RunResult
 from io_harness.policy._gate import Gate
 from io_harness.prepare._kit import RunKit
 from io_harness.roles import RunRole
@@ -57,6 +57,6 @@ async def drive(prepared: PreparedRun) -> RunResult:
 
     result = await Engine(prepared).drive()
     tree = prepared.tree
-    if tree is not None and result.outcome is not RunOutcome.AWAITING_APPROVAL:
+    if tree is not None and not result.outcome.awaits:
         tree.remove_copies()
     return result

@@ -17,6 +17,7 @@ from io_harness.policy._approval import ApprovalRequest, Approver, Decision
 from io_harness.policy._gate import Access, Gate, remembered_from_json
 from io_harness.policy._policy import Policy
 from io_harness.policy._rules import Effect
+from io_harness.prepare._answers import check_fits, not_awaiting, unanswered
 from io_harness.pricing import PriceTable
 from io_harness.store._records import StoredRun
 
@@ -121,17 +122,24 @@ def stored_gate(
     return gate, replaced
 
 
-def decision_for(stored: StoredRun, gate: Gate, decision: Decision | None) -> Decision | None:
+def decision_for(
+    stored: StoredRun, gate: Gate, decision: Decision | None, answers: bool = False
+) -> Decision | None:
     """The decision on the act the run awaits: given now, stored before, or the approver's.
 
-    None is needed when the policy no longer asks about the act (it was replaced).
+    None is needed when the policy no longer asks about the act (it was replaced), and for
+    a question someone here answers (``answers``) or that the wall budget has passed.
     """
     pending = stored.pending
     if pending is None:
+        if decision is not None and decision.kind == "answer":
+            raise not_awaiting(stored, decision)
         if decision is not None:
             raise ConfigError(f"run {stored.id!r} is not awaiting approval; it takes no decision")
         return None
+    request = stored_model(ApprovalRequest, pending.request_json, "a request", stored.id)
     if decision is not None:
+        check_fits(stored.id, request, decision)
         if pending.status == "decided":
             raise ConfigError(
                 f"the action run {stored.id!r} awaits was already decided "
@@ -145,7 +153,9 @@ def decision_for(stored: StoredRun, gate: Gate, decision: Decision | None) -> De
         return decision if decision.by else decision.model_copy(update={"by": "resume()"})
     if pending.decision_json is not None:
         return stored_model(Decision, pending.decision_json, "a decision", stored.id)
-    request = stored_model(ApprovalRequest, pending.request_json, "a request", stored.id)
+    if request.question is not None:
+        unanswered(stored, request, answers, stored_contract(stored).budget.max_wall_seconds)
+        return None
     asks = gate.verdict(Access(request.act, request.target)).effect is Effect.ASK
     if gate.approver is None and asks:
         waits = (

@@ -46,6 +46,7 @@ from io_harness.tools import (
     single_file_tools,
     workspace_tools,
 )
+from io_harness.tools._ask import AskUserTool
 from io_harness.tools._caller import CallerTool, Toolbox, spec_hash
 from io_harness.tools._memory import ForgetTool, RememberTool
 from io_harness.tools._read_skill import ReadSkillTool
@@ -74,6 +75,8 @@ class RunSetup(BaseModel):
     catalogue: dict[str, str] = {}
     """Each skill's name and description, as the system prompt lists them."""
     memory: bool = False
+    ask: bool = False
+    """Whether the harness offered ``ask_user`` (``Harness(ask=True)``)."""
     mcp: tuple[str, ...] = ()
     """The names of the run's MCP servers (their configuration may hold secrets)."""
     provider: tuple[ProviderPlace, ...] = ()
@@ -280,6 +283,7 @@ def build_tools(
     memory: Store | None,
     mcp: McpSessions | None = None,
     spawn: HarnessTool[Any] | None = None,
+    ask: bool = False,
     sweep: bool = True,
     private: Sequence[Path] = (),
 ) -> RunTools:
@@ -313,6 +317,8 @@ def build_tools(
         tools += [RememberTool(memory, scope), ForgetTool(memory, scope)]
     if spawn is not None:
         tools.append(spawn)
+    if ask:
+        tools.append(AskUserTool())
     tools += [CallerTool(tool, caller.spec_of(tool_name)) for tool_name, tool in caller.items()]
     if mcp is not None:
         tools += mcp.tools()

@@ -126,6 +126,8 @@ async def opened(harness: Harness, start: Start) -> AsyncIterator[RunKit]:
                 compaction=_compaction(harness, start.role),
                 window=_window(harness, start.role, start.provider, start.prices),
                 retry=harness.retry,
+                answerer=harness.answerer,
+                ask=start.setup.ask,
             )
 
 

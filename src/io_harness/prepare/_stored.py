@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 from io_harness._preflight import check_prices
 from io_harness._queue._database import WAITING_LABEL
 from io_harness.errors import ConfigError, ResumeError, StorageError
-from io_harness.loop._deferral import Resumption, stored_model
-from io_harness.loop._outcome import RunOutcome, RunResult
+from io_harness.loop._deferral import Resumption, awaiting_outcome, stored_model
+from io_harness.loop._outcome import RunResult
 from io_harness.loop._sandboxing import choose_sandbox
 from io_harness.policy._approval import ApprovalRequest, Decision
+from io_harness.prepare._answers import check_fits, not_awaiting
 from io_harness.prepare._continuing import More, continue_stored
 from io_harness.prepare._kit import RunKit
 from io_harness.prepare._prepared import PreparedRun
@@ -69,6 +70,8 @@ async def prepared_stored(
             stored = store.load_run(run_id)  # a queued run's first drive: its clock starts
         continued = False
         if stored.status == "finished":
+            if decision is not None and decision.kind == "answer":
+                raise not_awaiting(stored, decision)
             if decision is not None:
                 raise ConfigError(f"run {run_id!r} has finished; it takes no decision")
             if more is None:
@@ -120,7 +123,8 @@ async def _checked(
     setup.check_provider(provider, run_id)  # before the policy is asked about its endpoints
     check_prices(contract, provider, prices)
     gate, replaced = stored_gate(stored, contract, harness.approver, harness.policy, replace_policy)
-    resumption = Resumption(stored.pending, decision_for(stored, gate, decision), replaced)
+    answers = harness.answerer is not None
+    resumption = Resumption(stored.pending, decision_for(stored, gate, decision, answers), replaced)
     net = checked_access(contract, gate, provider)
     caller = setup.caller_tools_from(harness._tools_now(), run_id)
     skills = setup.skills_again(run_id, contract, gate)
@@ -154,7 +158,7 @@ def prepared_child(kit: RunKit, tree: Tree, stored: StoredRun) -> PreparedRun | 
     contract = stored_contract(stored)
     gate, _ = stored_gate(stored, contract, kit.approver, None, False)
     try:
-        decision = decision_for(stored, gate, None)
+        decision = decision_for(stored, gate, None, kit.answerer is not None)
     except ConfigError:  # it awaits a decision and nobody here can give it
         return awaiting(stored)
     assert stored.tree is not None
@@ -181,7 +185,7 @@ def awaiting(stored: StoredRun) -> RunResult:
     request = stored_model(ApprovalRequest, stored.pending.request_json, "a request", stored.id)
     return RunResult(
         run_id=stored.id,
-        outcome=RunOutcome.AWAITING_APPROVAL,
+        outcome=awaiting_outcome(request),
         steps=stored.steps,
         usage=stored.usage,
         cost_micros=stored.cost_micros,
@@ -206,9 +210,15 @@ def decide_in_tree(store: Store, root_id: str, decision: Decision) -> Decision |
     for tree_node in store.tree(root_id):
         waiting = store.approvals(tree_node.run.id)
         if waiting:
+            request = stored_model(
+                ApprovalRequest, waiting[0].request_json, "a request", tree_node.run.id
+            )
+            check_fits(tree_node.run.id, request, decision)
             store.decide(
                 waiting[0].id,
                 decision if decision.by else decision.model_copy(update={"by": "resume()"}),
             )
             return None
+    if decision.kind == "answer":
+        raise not_awaiting(store.load_run(root_id), decision)
     raise ConfigError(f"run {root_id!r} and its sub-agents await no decision; it takes none")

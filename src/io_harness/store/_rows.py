@@ -148,6 +148,7 @@ RunOutcomeWord = Literal[
     "provider_failed",
     "context_exhausted",
     "awaiting_approval",
+    "awaiting_answer",
 ]
 """``RunOutcome``'s values (the store knows nothing of the loop; a test keeps them equal)."""
 ApprovalStatus = Literal["pending", "decided", "performing", "done"]

@@ -21,6 +21,7 @@ BUILTIN_TOOL_NAMES = frozenset(
         "remember",
         "forget",
         "spawn_agent",
+        "ask_user",
     }
 )
 """Every tool the harness offers itself, whether or not a run has it: no caller tool takes one."""

@@ -101,7 +101,7 @@ class AgentNode:
                 s.task.cancel()
         outcomes = dict(zip(spawned, results, strict=True))
         for result in outcomes.values():
-            if isinstance(result, RunResult) and result.outcome is RunOutcome.AWAITING_APPROVAL:
+            if isinstance(result, RunResult) and result.outcome.awaits:
                 assert result.request is not None
                 return result.request
         settled = []
