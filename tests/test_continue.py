@@ -27,6 +27,7 @@ from io_harness import (
     ProviderError,
     ResumeError,
     RunOutcome,
+    StorageError,
     Store,
 )
 from io_harness.cli import main
@@ -329,3 +330,15 @@ async def test_a_continued_tree_root_stays_inside_its_trees_containment(root: Pa
     assert done.outcome is RunOutcome.SUCCESS
     assert (root / "a.txt").exists() and not (root / "b.txt").exists()
     assert [node.run.id for node in store.tree("root")] == ["root", "root.1"]
+
+
+async def test_a_finished_run_with_an_unknown_outcome_is_a_storage_error(
+    root: Path, store_factory: StoreFactory
+) -> None:
+    store = store_factory()
+    harness = Harness(looks_then_writes(5), store=store)
+    stopped = await harness.run(contract(root, max_steps=1))
+    store_factory.sql("UPDATE runs SET outcome = ? WHERE id = ?", "vanished", stopped.run_id)
+
+    with pytest.raises(StorageError, match="row of runs that does not load: outcome"):
+        await harness.continue_run(stopped.run_id, budget=Budget(max_steps=4))

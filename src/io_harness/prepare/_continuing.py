@@ -50,7 +50,7 @@ def continue_stored(
 ) -> StoredRun:
     """``stored`` (finished) made to go on under ``budget`` (or the one it had), with
     ``message`` as a user turn; the run as the store now holds it. Under its lease."""
-    outcome = RunOutcome(stored.outcome or "")
+    outcome = RunOutcome(stored.outcome or "")  # the store admits only known outcomes
     if outcome is RunOutcome.SUCCESS:
         raise ResumeError(
             f"run {stored.id!r} succeeded, and success is final: start a new run for more work"
