@@ -12,11 +12,8 @@ import sys
 
 from rich.console import Console
 
-from io_harness._queue._runs import is_queued
-from io_harness.cli._launch import prices_for, stored_provider
 from io_harness.cli._permissions import _awaited, _who
-from io_harness.cli._queue import requeue_decided
-from io_harness.cli._text import escape, say
+from io_harness.cli._text import escape
 from io_harness.errors import ConfigError
 from io_harness.policy._approval import ApprovalRequest, Decision
 from io_harness.prepare._answers import check_fits, not_awaiting
@@ -51,24 +48,13 @@ def asked_line(request: ApprovalRequest, run_id: str, hint: str) -> str:
 
 def cmd_answer(args: argparse.Namespace, console: Console) -> int:
     """``ioh answer RUN_ID TEXT``: stored on the question, then the tree resumed from its root."""
-    from io_harness.cli._commands import _existing_store, _resume, _store_hint
+    from io_harness.cli._commands import decided_then_resumed
 
-    with _existing_store(args.store) as store:
-        args.run_id = store.root_of(args.run_id)
-        queued = not args.no_resume and is_queued(store, args.run_id)
-        provider = None if args.no_resume or queued else stored_provider(args, store)
-        prices = prices_for(args)
+    def answer(store: Store) -> str:
         request = _store_answer(store, args.run_id, args.text)
-        said = f"answered: {request.describe()} (request {request.id})"
-        say(console, escape(said, one_line=True))
-        if queued:
-            return requeue_decided(console, store, args.run_id, _store_hint(args))
-        if provider is None:
-            how = "" if args.no_resume else " --provider SPEC"
-            command = f"ioh resume {shlex.quote(args.run_id)}{how}{_store_hint(args)}"
-            say(console, f"the next resume goes on with it: {escape(command)}")
-            return 0
-        return _resume(args, console, store, provider, prices)
+        return f"answered: {request.describe()} (request {request.id})"
+
+    return decided_then_resumed(args, console, answer, "the next resume goes on with it")
 
 
 def _store_answer(store: Store, run_id: str, text: str) -> ApprovalRequest:

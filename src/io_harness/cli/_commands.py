@@ -275,14 +275,8 @@ def cmd_pending(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_decide(args: argparse.Namespace, console: Console) -> int:
     """``ioh approve`` / ``ioh deny``: of any agent of a tree, decided and resumed from its root."""
-    with _existing_store(args.store) as store:
-        args.run_id = store.root_of(args.run_id)
-        # A queued run is driven by the workers: the decision queues it again.
-        queued = not args.no_resume and is_queued(store, args.run_id)
-        # What the resume needs is built first, so a bad spec or a missing key is
-        # said before any decision is stored.
-        provider = None if args.no_resume or queued else stored_provider(args, store)
-        prices = prices_for(args)
+
+    def decide(store: Store) -> str:
         request, decision = decide_pending(
             store,
             args.run_id,
@@ -292,14 +286,33 @@ def cmd_decide(args: argparse.Namespace, console: Console) -> int:
             reason=getattr(args, "reason", None),
         )
         verb = "approved" if decision.kind == "approve" else "denied"
-        said = f"{verb}: {request.describe()} (request {request.id})"
-        say(console, escape(said, one_line=True))
+        return f"{verb}: {request.describe()} (request {request.id})"
+
+    return decided_then_resumed(args, console, decide, "the next resume performs it")
+
+
+def decided_then_resumed(
+    args: argparse.Namespace, console: Console, decide: Callable[[Store], str], later: str
+) -> int:
+    """What ``ioh approve``, ``deny`` and ``answer`` share: ``decide`` stores the decision on
+    the run's tree (its root found first) and says it, then a queued run is queued again,
+    another is resumed from its root, or (``--no-resume``, no stored provider) the command
+    that goes on is printed after ``later``."""
+    with _existing_store(args.store) as store:
+        args.run_id = store.root_of(args.run_id)
+        # A queued run is driven by the workers: the decision queues it again.
+        queued = not args.no_resume and is_queued(store, args.run_id)
+        # What the resume needs is built first, so a bad spec or a missing key is
+        # said before any decision is stored.
+        provider = None if args.no_resume or queued else stored_provider(args, store)
+        prices = prices_for(args)
+        say(console, escape(decide(store), one_line=True))
         if queued:
             return requeue_decided(console, store, args.run_id, _store_hint(args))
         if provider is None:
             how = "" if args.no_resume else " --provider SPEC"
             command = resume_command(args.run_id) + how + _store_hint(args)
-            say(console, f"the next resume performs it: {escape(command)}")
+            say(console, f"{later}: {escape(command)}")
             return 0
         return _resume(args, console, store, provider, prices)
 

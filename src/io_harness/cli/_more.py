@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from decimal import Decimal, InvalidOperation
-from typing import Any
+
+TYPE_CHECKING = False  # ioh --help loads this module: typing is not imported for it
+if TYPE_CHECKING:
+    from typing import Any
+
+    from io_harness.contract import Budget
 
 __all__ = ["add_more_arguments", "budget_given", "gives_more"]
 
@@ -37,11 +41,11 @@ def gives_more(args: argparse.Namespace) -> bool:
     )
 
 
-def budget_given(args: argparse.Namespace, stored: Any, steps_taken: int) -> Any:
-    """The stored budget with what the arguments change, or ``None`` when they change none.
+def budget_given(args: argparse.Namespace, stored: Budget, steps_taken: int) -> Budget | None:
+    """The run's stored budget with what the arguments change, or ``None`` when they change
+    none; a bad value is a ConfigError."""
+    from decimal import Decimal, InvalidOperation
 
-    ``stored`` is the run's :class:`~io_harness.Budget`; a bad value is a ConfigError.
-    """
     from io_harness.errors import ConfigError
 
     changes: dict[str, Any] = {}
@@ -62,4 +66,4 @@ def budget_given(args: argparse.Namespace, stored: Any, steps_taken: int) -> Any
         changes["max_wall_seconds"] = args.wall
     if not changes:
         return None
-    return type(stored).model_validate({**stored.model_dump(), **changes})
+    return stored.model_validate({**stored.model_dump(), **changes})

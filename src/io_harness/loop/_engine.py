@@ -113,8 +113,10 @@ class Engine:
         finally:
             if self.node is not None:
                 self.node.abandon()
-        if result.outcome.awaits:
-            await self._stopped(result.outcome.value)  # type: ignore[arg-type]
+        if result.outcome is RunOutcome.AWAITING_APPROVAL:
+            await self._stopped("awaiting_approval")
+        elif result.outcome is RunOutcome.AWAITING_ANSWER:
+            await self._stopped("awaiting_answer")
         return result
 
     async def _stopped(

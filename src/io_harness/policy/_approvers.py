@@ -75,16 +75,10 @@ class CallbackApprover:
         return answer
 
 
-class StdinApprover:
-    """Asks a person at the terminal: shows the act, the target, the command as the process
-    gets it, the call's arguments and the diff, every character that could act on the
-    terminal or hide what a line says escaped (as ``ioh show`` escapes it).
-
-    Answers: ``y`` approve, ``n`` deny (a reason is asked for), ``r`` approve
-    and remember an allow for exactly this act and target, ``d`` defer. End of
-    input defers: nobody is there to ask; so does an output the prompt cannot be
-    written to (a closed pipe).
-    """
+class TerminalPrompt:
+    """A prompt at the terminal: text written to ``output`` (stderr), lines read from
+    ``input`` (stdin) without blocking the event loop. Shared by :class:`StdinApprover`
+    and the CLI's answerer of questions."""
 
     def __init__(self, input: IO[str] | None = None, output: IO[str] | None = None) -> None:
         self.input = input
@@ -96,9 +90,22 @@ class StdinApprover:
         out.flush()
 
     async def _line(self, prompt: str) -> str | None:
+        """``prompt``, then the line read, stripped; ``None`` at the end of input."""
         self._write(prompt)
         line = await asyncio.to_thread((self.input or sys.stdin).readline)
         return None if line == "" else line.strip()
+
+
+class StdinApprover(TerminalPrompt):
+    """Asks a person at the terminal: shows the act, the target, the command as the process
+    gets it, the call's arguments and the diff, every character that could act on the
+    terminal or hide what a line says escaped (as ``ioh show`` escapes it).
+
+    Answers: ``y`` approve, ``n`` deny (a reason is asked for), ``r`` approve
+    and remember an allow for exactly this act and target, ``d`` defer. End of
+    input defers: nobody is there to ask; so does an output the prompt cannot be
+    written to (a closed pipe).
+    """
 
     async def decide(self, request: ApprovalRequest, context: ApprovalContext) -> Decision:
         """Show the request and read the answer; defer when nobody can see or answer it."""

@@ -8,16 +8,15 @@ or defers it as it defers an act, in the same ``approvals`` row (see
 
 from __future__ import annotations
 
-import asyncio
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import IO, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from pydantic import Field
 
 from io_harness._terminal import shown
 from io_harness.errors import ConfigError
+from io_harness.policy._approvers import TerminalPrompt
 from io_harness.policy._gate import Access
 from io_harness.tools._base import Args, HarnessTool, ToolContext, ToolOutcome
 
@@ -95,21 +94,12 @@ def checked_asking(ask: object, answerer: object) -> tuple[bool, Answerer | None
     return ask, answerer
 
 
-class StdinAnswerer:
+class StdinAnswerer(TerminalPrompt):
     """Asks the person at the terminal; an empty line or the end of input defers.
 
     The question and its choices are shown escaped (as ``ioh show`` escapes
     them); with choices, an answer outside them is asked again (a number picks one).
     """
-
-    def __init__(self, input: IO[str] | None = None, output: IO[str] | None = None) -> None:
-        self.input = input
-        self.output = output
-
-    def _write(self, text: str) -> None:
-        out = self.output or sys.stderr
-        out.write(text)
-        out.flush()
 
     async def __call__(self, question: Question) -> str | None:
         """Show the question and read the answer; ``None`` when nobody answers."""
@@ -124,10 +114,8 @@ class StdinAnswerer:
         for number, choice in enumerate(choices, 1):
             self._write(f"  {number}. {shown(choice)}\n")
         while True:
-            self._write("answer (empty to answer later): ")
-            line = await asyncio.to_thread((self.input or sys.stdin).readline)
-            text = str(line).strip()
-            if not text:
+            text = await self._line("answer (empty to answer later): ")
+            if not text:  # an empty line, or the end of input
                 return None
             if text.isdigit() and 0 < int(text) <= len(choices):
                 picked: str = choices[int(text) - 1]
